@@ -1,0 +1,493 @@
+"""Field names -> source text -> compiled methods, registered in ``linecache``.
+
+This module knows nothing about classes.  It turns a tuple of field names into
+the source of two functions, ``asdict_zerocopy`` and ``astuple_zerocopy``, and
+into the functions themselves, and it keeps that source visible to
+``inspect``, tracebacks and debuggers for exactly as long as the functions live.
+
+Compiling source costs a third of what creating the dataclass it serves
+costs.  So the source is compiled once per *number* of fields, with
+placeholder names, and each list of names gets a copy of that code made by
+``CodeType.replace`` with its own names, constants and position table.  The
+copy is what ``compile`` gives for the real source, bytecode and positions
+alike: each template is checked once against a real compile, and a template
+that does not match is never used (its field count falls back to
+``compile``).  So the source in ``linecache`` is always true to the code.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import keyword
+import linecache
+import re
+import sys
+import threading
+import unicodedata
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import fields
+from types import CodeType, FunctionType
+from typing import Any, Final
+
+ASDICT: Final = "asdict_zerocopy"
+ASTUPLE: Final = "astuple_zerocopy"
+
+_HAS_COLUMNS: Final = sys.version_info >= (3, 11)
+"""Whether code objects have column positions and qualified names (3.11+)."""
+
+_Position = tuple[int | None, int | None, int | None, int | None]
+
+if sys.version_info >= (3, 11):
+
+    def _positions(code: CodeType) -> list[_Position]:
+        return list(code.co_positions())
+
+    def _named(code: CodeType, filename: str, qualname: str) -> CodeType:
+        return code.replace(co_filename=filename, co_qualname=qualname)
+
+else:
+
+    def _positions(code: CodeType) -> list[_Position]:
+        return []
+
+    def _named(code: CodeType, filename: str, qualname: str) -> CodeType:
+        return code.replace(co_filename=filename)
+
+
+# --- runtime support called by generated code ------------------------------
+# Generated ``asdict_zerocopy`` methods delete skipped names from the finished
+# dict: cheaper than building a second one.  A name that is missing from the
+# dict costs nothing until it turns out to be missing; only then do these
+# helpers tell an omitted field or a repeated name from a mistake.
+
+
+def _skip_fields_str(skip_fields: str) -> TypeError:
+    return TypeError(
+        f"skip_fields must be an iterable of field names, not the str {skip_fields!r}; "
+        f"write skip_fields={{{skip_fields!r}}}"
+    )
+
+
+def _check_skipped(obj: object, skip_fields: object, name: object) -> None:
+    """Accept *name*, missing from *obj*'s dict, if it is a field; raise if not."""
+    if isinstance(skip_fields, str):  # a str subclass got past the generated check
+        raise _skip_fields_str(skip_fields) from None
+    for f in fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance here
+        if f.name == name:
+            return
+    raise ValueError(f"skip_fields names {name!r}, which is not a field of {type(obj).__qualname__}") from None
+
+
+# Every generated function shares these globals: generated code refers to
+# nothing else, so no class and no user object can be reached from them.
+# Sharing them also marks a function as generated (see ``is_generated``).
+_GLOBALS: Final[dict[str, Any]] = {
+    "__builtins__": builtins,
+    "_skip_fields_str": _skip_fields_str,
+    "_check_skipped": _check_skipped,
+}
+
+
+def is_generated(value: object) -> bool:
+    """Whether *value* is a function that this module generated."""
+    return getattr(value, "__globals__", None) is _GLOBALS
+
+
+# --- source ----------------------------------------------------------------
+
+
+def writable_name(name: object) -> bool:
+    """Whether *name* may be written into source as an attribute name.
+
+    Only such names are written into generated source; the rest of it is
+    fixed text and the ``repr`` of those names.  The parser reads
+    identifiers in NFKC form, so a name that is not in that form would
+    name another attribute.
+    """
+    return (
+        isinstance(name, str)
+        and name.isidentifier()
+        and not keyword.iskeyword(name)
+        and (name.isascii() or unicodedata.normalize("NFKC", name) == name)
+    )
+
+
+def _asdict_lines(names: Sequence[str]) -> list[str]:
+    return [
+        f"def {ASDICT}(self, skip_fields=None):",
+        "    d = {",
+        *[f"        {name!r}: self.{name}," for name in names],
+        "    }",
+        "    if skip_fields is None:",
+        "        return d",
+        # ``type() is`` is the cheapest check; ``_check_skipped`` catches subclasses.
+        "    if type(skip_fields) is str:",
+        "        raise _skip_fields_str(skip_fields)",
+        "    for name in skip_fields:",
+        "        try:",
+        "            del d[name]",
+        "        except KeyError:",
+        "            _check_skipped(self, skip_fields, name)",
+        "    return d",
+    ]
+
+
+def _astuple_lines(names: Sequence[str]) -> list[str]:
+    return [
+        f"def {ASTUPLE}(self):",
+        "    return (",
+        *[f"        self.{name}," for name in names],
+        "    )",
+    ]
+
+
+def methods_source(names: Sequence[str]) -> str:
+    """The source of both generated methods for fields *names*, in order.
+
+    >>> print(methods_source(["is_prompt"]))
+    def asdict_zerocopy(self, skip_fields=None):
+        d = {
+            'is_prompt': self.is_prompt,
+        }
+        if skip_fields is None:
+            return d
+        if type(skip_fields) is str:
+            raise _skip_fields_str(skip_fields)
+        for name in skip_fields:
+            try:
+                del d[name]
+            except KeyError:
+                _check_skipped(self, skip_fields, name)
+        return d
+    <BLANKLINE>
+    <BLANKLINE>
+    def astuple_zerocopy(self):
+        return (
+            self.is_prompt,
+        )
+    <BLANKLINE>
+    """
+    return "\n".join([*_asdict_lines(names), "", "", *_astuple_lines(names), ""])
+
+
+def _compile(source: str) -> dict[str, CodeType]:
+    """Compile *source* for real: the slow path, and the reference for templates."""
+    module = compile(source, _SHAPE_FILENAME, "exec")
+    return {c.co_name: c for c in module.co_consts if isinstance(c, CodeType)}
+
+
+# Code before a class gives it a file name and a qualified name.
+_SHAPE_FILENAME: Final = "<metakit>"
+
+
+# --- position tables (3.11+) -----------------------------------------------
+# A code object's ``co_linetable`` maps runs of code units to (line, end line,
+# column, end column), in the format of CPython's Objects/locations.md.  Only
+# columns on a field's line depend on the field's name, so a template's table
+# is written once in the long form, with holes where those columns go.
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 64:
+        out.append(0x40 | (value & 63))
+        value >>= 6
+    out.append(value)
+    return bytes(out)
+
+
+def _svarint(value: int) -> bytes:
+    return _varint((-value << 1) | 1 if value < 0 else value << 1)
+
+
+# A hole: (field index, column + 1 in the template, how many times the field's
+# name occurs before that column on its line).  Its value for real names is
+# ``column + 1 + before * growth``, where growth is how many bytes longer the
+# field's name is than its placeholder.
+_Hole = tuple[int, int, int]
+
+
+def _position_table(code: CodeType, columns: dict[int, tuple[int, list[int]]]) -> tuple[list[bytes], list[_Hole]]:
+    """*code*'s position table in the long form: fixed bytes around holes.
+
+    *columns* maps a line number to the index of the field on that line and
+    the columns at which its placeholder ends.  The result has one more
+    piece of fixed bytes than it has holes.
+    """
+    positions = _positions(code)
+    # The first byte of each entry has its top bit set, and its low three
+    # bits hold the entry's length in code units, minus one.  Entries keep
+    # their lengths, so that ``co_lines()`` gives the same ranges as before.
+    lengths = [(b & 7) + 1 for b in code.co_linetable if b & 0x80]
+    fixed = [bytearray()]
+    holes: list[_Hole] = []
+    line = code.co_firstlineno
+    start = 0
+    for length in lengths:
+        first, last, col, end_col = positions[start]
+        start += length
+        header = 0x80 | (length - 1)
+        if first is None:
+            fixed[-1] += bytes([header | 15 << 3])
+        elif col is None or end_col is None or last is None:
+            fixed[-1] += bytes([header | 13 << 3]) + _svarint(first - line)
+            line = first
+        else:
+            fixed[-1] += bytes([header | 14 << 3]) + _svarint(first - line) + _varint(last - first)
+            for at_line, column in ((first, col), (last, end_col)):
+                field, ends = columns.get(at_line, (0, []))
+                before = sum(end <= column for end in ends)
+                if before:
+                    holes.append((field, column + 1, before))
+                    fixed.append(bytearray())
+                else:
+                    fixed[-1] += _varint(column + 1)
+            line = first
+    return [bytes(piece) for piece in fixed], holes
+
+
+class _Table:
+    """A template's position table, refilled for the growth of each field's name.
+
+    The holes of one field sit together, on its lines, so the bytes from its
+    first hole to its last depend on that field's growth alone.  They are
+    made once per (field, growth) and then reused, which keeps refilling a
+    table down to a few lookups per field.
+    """
+
+    def __init__(self, fixed: list[bytes], holes: list[_Hole]) -> None:
+        self.outer = [fixed[0]]
+        self.runs: list[tuple[int, list[bytes], list[tuple[int, int]]]] = []
+        for piece, (field, col, before) in zip(fixed[1:], holes, strict=True):
+            if not self.runs or self.runs[-1][0] != field:
+                self.runs.append((field, [], []))
+                self.outer.append(b"")
+            _, inner, run_holes = self.runs[-1]
+            if run_holes:
+                inner.append(self.outer[-1])
+            run_holes.append((col, before))
+            self.outer[-1] = piece
+        self.fields = [field for field, _, _ in self.runs]
+        self._runs_by_growth: dict[tuple[int, int], bytes] = {}
+
+    def fill(self, growth: list[int]) -> bytes:
+        done = self._runs_by_growth
+        parts = [b""] * (2 * len(self.runs) + 1)
+        parts[::2] = self.outer
+        parts[1::2] = [done.get((i, growth[f])) or self._run(i, growth[f]) for i, f in enumerate(self.fields)]
+        return b"".join(parts)
+
+    def _run(self, index: int, growth: int) -> bytes:
+        _, inner, holes = self.runs[index]
+        parts = [_varint(col + before * growth) for col, before in holes]
+        for at, piece in enumerate(inner, start=1):
+            parts.insert(2 * at - 1, piece)
+        self._runs_by_growth[index, growth] = run = b"".join(parts)
+        return run
+
+
+# --- templates -------------------------------------------------------------
+
+
+def _placeholder(index: int) -> str:
+    return f"_{index}"
+
+
+_PLACEHOLDER: Final = re.compile(r"\b_[0-9]+\b")
+
+
+class _Unexpected(Exception):
+    """A template's code is not laid out as ``_MethodTemplate`` expects."""
+
+
+class _MethodTemplate:
+    """One method compiled for placeholder names, and the plan to rewrite it."""
+
+    def __init__(self, code: CodeType, placeholders: list[str], columns: dict[int, tuple[int, list[int]]]) -> None:
+        self.code = code
+        # The fields' names are the method's first names, in order.
+        count = len(placeholders)
+        if list(code.co_names[:count]) != placeholders or set(code.co_names[count:]) & set(placeholders):
+            raise _Unexpected(code.co_names)
+        self.other_names = code.co_names[count:]
+        # Constants that hold placeholders (the keys of a dict display) hold
+        # a run of them, in order: (position, start, stop, whether a tuple).
+        self.consts = list(code.co_consts)
+        self.const_runs = []
+        index = {name: i for i, name in enumerate(placeholders)}
+        for position, const in enumerate(code.co_consts):
+            run = [const] if isinstance(const, str) else list(const) if isinstance(const, tuple) else []
+            found = [index.get(c) if isinstance(c, str) else None for c in run]
+            if not run or all(i is None for i in found):
+                continue
+            start = found[0]
+            if start is None or found != list(range(start, start + len(run))):
+                raise _Unexpected(const)
+            self.const_runs.append((position, start, start + len(run), isinstance(const, tuple)))
+        if _HAS_COLUMNS:
+            self.table = _Table(*_position_table(code, columns))
+
+    def specialize(self, names: Sequence[str], growth: list[int]) -> CodeType:
+        consts = self.consts.copy()
+        for position, start, stop, is_tuple in self.const_runs:
+            consts[position] = tuple(names[start:stop]) if is_tuple else names[start]
+        if _HAS_COLUMNS:
+            return self.code.replace(
+                co_names=(*names, *self.other_names),
+                co_consts=tuple(consts),
+                co_linetable=self.table.fill(growth),
+            )
+        return self.code.replace(co_names=(*names, *self.other_names), co_consts=tuple(consts))
+
+
+class _Template:
+    """Both methods compiled once for *count* fields with placeholder names."""
+
+    def __init__(self, count: int) -> None:
+        self.placeholders = [_placeholder(i) for i in range(count)]
+        source = methods_source(self.placeholders)
+        columns = _placeholder_columns(source.split("\n"), self.placeholders)
+        try:
+            self.methods = [_MethodTemplate(code, self.placeholders, columns) for code in _compile(source).values()]
+            self.trusted = self._agrees_with_compile()
+        except _Unexpected:
+            self.trusted = False
+
+    def specialize(self, names: Sequence[str]) -> dict[str, CodeType]:
+        """The template's code, rewritten for *names*: what ``compile`` gives for them."""
+        growth = [len(n.encode()) - len(p) for n, p in zip(names, self.placeholders, strict=True)]
+        return {m.code.co_name: m.specialize(names, growth) for m in self.methods}
+
+    def _agrees_with_compile(self) -> bool:
+        # Names of many lengths, some past 63 bytes (two-byte columns), some
+        # not ASCII (columns count bytes, not characters).
+        sample = [f"s{i}_" + "é" * (i % 3) + "w" * (i * 37 % 90) for i in range(len(self.placeholders))]
+        ours = self.specialize(sample)
+        theirs = _compile(methods_source(sample))
+        return all(same_code(ours[m], theirs[m]) for m in (ASDICT, ASTUPLE))
+
+
+def _placeholder_columns(lines: list[str], placeholders: list[str]) -> dict[int, tuple[int, list[int]]]:
+    """Line number -> (field index, end columns of its placeholder) in *lines*.
+
+    Each field has lines of its own, and its placeholder is the only one on them.
+    """
+    index = {name: i for i, name in enumerate(placeholders)}
+    found: dict[int, tuple[int, list[int]]] = {}
+    for number, text in enumerate(lines, start=1):
+        for match in _PLACEHOLDER.finditer(text):
+            found.setdefault(number, (index[match.group()], []))[1].append(match.end())
+    return found
+
+
+def same_code(a: CodeType, b: CodeType) -> bool:
+    """Whether *a* and *b* run the same bytecode with the same debug information."""
+    attrs = ["co_code", "co_consts", "co_names", "co_varnames", "co_flags", "co_stacksize", "co_firstlineno"]
+    if _HAS_COLUMNS:
+        attrs += ["co_exceptiontable", "co_qualname"]
+    return (
+        all(getattr(a, attr) == getattr(b, attr) for attr in attrs)
+        and list(a.co_lines()) == list(b.co_lines())
+        and _positions(a) == _positions(b)
+    )
+
+
+# --- generated methods and their lifetime ----------------------------------
+
+
+class GeneratedMethods:
+    """The generated methods for one list of field names on one class name.
+
+    Classes with the same module, qualified name and fields share one
+    instance, and with it one ``linecache`` entry.  No class is referenced
+    from here, so a cache of these keeps no class alive; the ``linecache``
+    entry goes away with the last class that holds this object.
+    """
+
+    __slots__ = ("__weakref__", "asdict", "astuple", "filename", "names", "source")
+
+    def __init__(self, names: tuple[str, ...], source: str, filename: str, functions: dict[str, FunctionType]) -> None:
+        self.names = names
+        self.source = source
+        self.filename = filename
+        self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = functions[ASDICT]
+        self.astuple: Callable[[Any], tuple[Any, ...]] = functions[ASTUPLE]
+
+    def __repr__(self) -> str:
+        return f"<metakit generated methods {self.filename} for {len(self.names)} fields>"
+
+
+_DEFAULTS: Final = {ASDICT: (None,), ASTUPLE: None}  # skip_fields=None
+
+_lock = threading.Lock()
+_templates: dict[int, _Template] = {}
+_by_key: weakref.WeakValueDictionary[tuple[str, str, tuple[str, ...]], GeneratedMethods] = weakref.WeakValueDictionary()
+_by_filename: weakref.WeakValueDictionary[str, GeneratedMethods] = weakref.WeakValueDictionary()
+
+
+def generate(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMethods:
+    """The methods for fields *names* of class *module.qualname*, made at most once."""
+    key = (module, qualname, names)
+    with _lock:
+        methods = _by_key.get(key)
+        if methods is None:
+            methods = _by_key[key] = _make(module, qualname, names)
+    return methods
+
+
+def _make(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMethods:
+    for name in names:
+        if not writable_name(name):
+            raise TypeError(f"{module}.{qualname} has a field named {name!r}, which is not a Python identifier")
+    source, codes = _shape(names)
+    filename = _free_filename(f"{module}.{qualname}")
+    functions = {}
+    for method, code in codes.items():
+        function = FunctionType(_named(code, filename, f"{qualname}.{method}"), _GLOBALS, method, _DEFAULTS[method])
+        function.__module__ = module
+        function.__qualname__ = f"{qualname}.{method}"
+        functions[method] = function
+    methods = GeneratedMethods(names, source, filename, functions)
+    _register_source(methods)
+    return methods
+
+
+@functools.lru_cache(maxsize=512)
+def _shape(names: tuple[str, ...]) -> tuple[str, dict[str, CodeType]]:
+    """The source and code for fields *names*, shared by every class with them.
+
+    Class creation in a loop meets the same names again as soon as the
+    previous class has been collected; this cache holds no class.
+    """
+    source = methods_source(names)
+    template = _templates.get(len(names))
+    if template is None:
+        template = _templates[len(names)] = _Template(len(names))
+    return source, template.specialize(names) if template.trusted else _compile(source)
+
+
+def _free_filename(label: str) -> str:
+    filename = f"<metakit {label}>"
+    suffix = 1
+    while filename in _by_filename or filename in linecache.cache:
+        suffix += 1
+        filename = f"<metakit {label}-{suffix}>"
+    return filename
+
+
+def _register_source(methods: GeneratedMethods) -> None:
+    # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there
+    # is no file to compare it with.
+    entry = (len(methods.source), None, methods.source.splitlines(True), methods.filename)
+    linecache.cache[methods.filename] = entry
+    _by_filename[methods.filename] = methods
+    weakref.finalize(methods, _forget_source, methods.filename, entry)
+
+
+def _forget_source(filename: str, entry: object) -> None:
+    # Runs from the garbage collector, possibly while ``_lock`` is held: it
+    # must not take the lock.  It removes only its own entry.
+    if linecache.cache.get(filename) is entry:
+        linecache.cache.pop(filename, None)

@@ -1,0 +1,221 @@
+"""``ZeroCopyFields``, ``ZeroCopy``, the rules that install generated methods,
+and the registry of the classes they made.
+
+A class's generated methods live in a ``GeneratedMethods`` object stored on
+the class itself as ``__metakit__``, next to the methods installed under
+their public names.  Storing per-class state on the class, not in a weak
+cache keyed by the class, is what lets classes be garbage-collected: the
+state would otherwise keep its own key alive.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import fields, is_dataclass
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
+
+from metakit._codegen import ASDICT, ASTUPLE, GeneratedMethods, generate, is_generated
+
+STATE: Final = "__metakit__"
+
+OMIT_KEY: Final = "metakit.omit"
+
+OMIT: Final[Mapping[str, Any]] = MappingProxyType({OMIT_KEY: True})
+"""Field metadata that keeps a field out of ``asdict_zerocopy`` and ``astuple_zerocopy``.
+
+Pass it as ``field(metadata=OMIT)``, or merged with other metadata as
+``field(metadata={**OMIT, "doc": ...})``.  The field stays a dataclass field
+in every other way: ``__init__``, ``repr``, ``eq`` and ``dataclasses.fields``
+still see it.
+"""
+
+
+def included_names(cls: type) -> tuple[str, ...]:
+    """The names of *cls*'s fields that the generated methods return, in order."""
+    return tuple(f.name for f in fields(cls) if not f.metadata.get(OMIT_KEY))
+
+
+_registry_lock = threading.Lock()
+_registry: weakref.WeakValueDictionary[int, type] = weakref.WeakValueDictionary()
+_serial = itertools.count()
+
+
+def _register(cls: type) -> None:
+    with _registry_lock:
+        _registry[next(_serial)] = cls
+
+
+def zerocopy_classes() -> list[type]:
+    """The live classes created by ``ZeroCopyFields``, oldest first.
+
+    They are held weakly: a class that is no longer used drops out.
+    """
+    with _registry_lock:
+        return list(_registry.values())
+
+
+_M = TypeVar("_M", bound="ZeroCopyFields")
+
+
+class ZeroCopyFields(type):
+    """Metaclass that gives each dataclass it creates generated conversions.
+
+    Any class it creates that is, or later becomes, a dataclass gets an
+    ``asdict_zerocopy`` and an ``astuple_zerocopy`` written for its own
+    fields, unless the class defines or inherits a method of that name that
+    a user wrote.  Nothing else about the class changes.
+
+    Most code inherits ``ZeroCopy`` rather than naming the metaclass.  To
+    combine it with another metaclass, derive from both::
+
+        class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta): ...
+    """
+
+    def __new__(mcls: type[_M], name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any) -> _M:
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        _register(cls)
+        if "__dataclass_fields__" in namespace:
+            # ``@dataclass(slots=True)`` rebuilds the class from the old one's
+            # namespace, fields included.
+            _install(cls)
+        else:
+            # An undecorated subclass shares its fields with the dataclass it
+            # inherits them from, and the methods with them, unless that
+            # dataclass came from outside metakit.
+            owner = next((c for c in cls.__mro__ if "__dataclass_fields__" in c.__dict__), None)
+            if owner is not None and STATE not in owner.__dict__:
+                _install(cls)
+        return cls
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        # ``dataclasses`` sets this once every field is known, before it
+        # writes ``__init__``: the moment a class becomes a dataclass.
+        if name == "__dataclass_fields__":
+            _install(cls)
+
+
+def _install(cls: type) -> None:
+    methods = generate(cls.__module__, cls.__qualname__, included_names(cls))
+    setattr(cls, STATE, methods)
+    for name, generated, dispatcher in (
+        (ASDICT, methods.asdict, _DISPATCHERS[ASDICT]),
+        (ASTUPLE, methods.astuple, _DISPATCHERS[ASTUPLE]),
+    ):
+        owner, current = _resolve(cls, name)
+        if owner is None or _is_ours(current):
+            setattr(cls, name, generated)
+        else:
+            _guard_bases(cls, owner, name, dispatcher, methods.names)
+
+
+def _resolve(cls: type, name: str) -> tuple[type | None, object]:
+    for base in cls.__mro__:
+        if name in base.__dict__:
+            return base, base.__dict__[name]
+    return None, None
+
+
+def _is_ours(value: object) -> bool:
+    return is_generated(value) or value is _DISPATCHERS[ASDICT] or value is _DISPATCHERS[ASTUPLE]
+
+
+def _guard_bases(cls: type, override: type, name: str, dispatcher: object, names: tuple[str, ...]) -> None:
+    """Make generated methods above a user's *override* serve *cls*'s fields.
+
+    A user's method may call ``super().asdict_zerocopy()``.  The generated
+    method it reaches was written for a base class, whose fields differ; so
+    that one is replaced by a dispatcher that serves the instance's own
+    class.  Only classes above an override pay for the dispatch.
+    """
+    for base in cls.__mro__[cls.__mro__.index(override) + 1 :]:
+        if is_generated(base.__dict__.get(name)) and base.__dict__[STATE].names != names:
+            setattr(base, name, dispatcher)
+
+
+def methods_of(cls: type) -> GeneratedMethods:
+    """The generated methods that serve instances of the dataclass *cls*."""
+    methods = getattr(cls, STATE, None)
+    if isinstance(methods, GeneratedMethods):
+        return methods
+    if not isinstance(cls, type):
+        raise TypeError(f"expected a dataclass, but got an instance of {type(cls).__qualname__}; pass its class")
+    if not is_dataclass(cls):
+        raise TypeError(f"{cls.__qualname__} is not a dataclass")
+    return _plain_methods(cls)
+
+
+_plain: dict[weakref.ref[type], GeneratedMethods] = {}
+
+
+def _plain_methods(cls: type) -> GeneratedMethods:
+    """Methods for a dataclass that ``ZeroCopyFields`` did not create.
+
+    They are kept in a dict keyed weakly by the class.  Its values refer to
+    no class, so the class can still be collected, and its entry with it.
+    """
+    try:
+        return _plain[weakref.ref(cls)]
+    except KeyError:
+        pass
+    methods = generate(cls.__module__, cls.__qualname__, included_names(cls))
+    _plain[weakref.ref(cls, _plain.pop)] = methods
+    return methods
+
+
+class ZeroCopy(metaclass=ZeroCopyFields):
+    """Base class for dataclasses that convert to a dict without copying.
+
+    ::
+
+        @dataclass
+        class InputMetadata(ZeroCopy):
+            is_prompt: bool
+            slot_mapping: torch.Tensor
+
+        meta.asdict_zerocopy()  # {'is_prompt': ..., 'slot_mapping': <the same tensor>}
+
+    The methods below are what a dataclass gets.  On a class that is not a
+    dataclass they raise ``TypeError``.
+    """
+
+    __slots__ = ()
+
+    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> Mapping[str, Any]:
+        """A new dict of this instance's fields, holding the very same objects.
+
+        Its keys are the names in ``dataclasses.fields(self)``, in that order,
+        without ``OMIT`` fields and without the names in *skip_fields*.  Its
+        values are never copied.  A name in *skip_fields* that is not a field
+        raises ``ValueError``.
+        """
+        return instance_methods(self, ASDICT).asdict(self, skip_fields)
+
+    def astuple_zerocopy(self) -> tuple[Any, ...]:
+        """A tuple of this instance's field values, in the order of ``asdict_zerocopy``."""
+        return instance_methods(self, ASTUPLE).astuple(self)
+
+
+def instance_methods(obj: object, caller: str) -> GeneratedMethods:
+    """The generated methods for the dataclass instance *obj*.
+
+    Anything else raises ``TypeError`` naming *caller*.
+    """
+    methods = getattr(type(obj), STATE, None)
+    if isinstance(methods, GeneratedMethods):
+        return methods
+    if isinstance(obj, type):
+        raise TypeError(f"{caller}() takes a dataclass instance, but got the class {obj.__qualname__} itself")
+    if not is_dataclass(obj):
+        raise TypeError(f"{caller}() takes a dataclass instance, but {type(obj).__qualname__} is not a dataclass")
+    return _plain_methods(type(obj))
+
+
+_DISPATCHERS: Final[dict[str, object]] = {
+    ASDICT: ZeroCopy.__dict__[ASDICT],
+    ASTUPLE: ZeroCopy.__dict__[ASTUPLE],
+}

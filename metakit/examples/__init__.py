@@ -1,0 +1,1 @@
+"""Example metadata modules; ``metakit.examples.engine`` needs torch."""

@@ -1,0 +1,29 @@
+"""Shared test set-up.
+
+With METAKIT_NO_SKIPS=1 (as .ci/check runs the tests) a skipped test fails
+the run: every test that is collected must run.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped:
+        _skipped.append(report.nodeid)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.skipped:
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("METAKIT_NO_SKIPS") == "1" and _skipped:
+        print(f"\nMETAKIT_NO_SKIPS=1, but {len(_skipped)} tests were skipped: {_skipped}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
