@@ -143,10 +143,14 @@ def _astuple_lines(names: Sequence[str]) -> list[str]:
     ]
 
 
-def methods_source(names: Sequence[str]) -> str:
-    """The source of both generated methods for fields *names*, in order.
+def methods_source(names: Sequence[str], owner: str) -> str:
+    """The source of both generated methods for fields *names* of class *owner*.
 
-    >>> print(methods_source(["is_prompt"]))
+    The first line names the class; it is a comment, so the code does not
+    depend on it.
+
+    >>> print(methods_source(["is_prompt"], "engine.Step"))
+    # metakit: the generated methods of engine.Step
     def asdict_zerocopy(self, skip_fields=None):
         d = {
             'is_prompt': self.is_prompt,
@@ -169,6 +173,14 @@ def methods_source(names: Sequence[str]) -> str:
         )
     <BLANKLINE>
     """
+    return f"{_header(owner)}\n{_functions_source(names)}"
+
+
+def _header(owner: str) -> str:
+    return f"# metakit: the generated methods of {owner}"
+
+
+def _functions_source(names: Sequence[str]) -> str:
     return "\n".join([*_asdict_lines(names), "", "", *_astuple_lines(names), ""])
 
 
@@ -347,13 +359,19 @@ class _Template:
 
     def __init__(self, count: int) -> None:
         self.placeholders = [_placeholder(i) for i in range(count)]
-        source = methods_source(self.placeholders)
+        source = methods_source(self.placeholders, "Template")
         columns = _placeholder_columns(source.split("\n"), self.placeholders)
         try:
             self.methods = [_MethodTemplate(code, self.placeholders, columns) for code in _compile(source).values()]
             self.trusted = self._agrees_with_compile()
         except _Unexpected:
             self.trusted = False
+            return
+        # The names the code reads besides the fields (``type``, ``KeyError``,
+        # ...).  ``compile`` holds a field of the same name once in
+        # ``co_names``, a specialised template twice: so such fields are
+        # compiled for real, to keep the code exactly what ``compile`` makes.
+        self.reads = frozenset(name for method in self.methods for name in method.other_names)
 
     def specialize(self, names: Sequence[str]) -> dict[str, CodeType]:
         """The template's code, rewritten for *names*: what ``compile`` gives for them."""
@@ -365,7 +383,7 @@ class _Template:
         # not ASCII (columns count bytes, not characters).
         sample = [f"s{i}_" + "é" * (i % 3) + "w" * (i * 37 % 90) for i in range(len(self.placeholders))]
         ours = self.specialize(sample)
-        theirs = _compile(methods_source(sample))
+        theirs = _compile(methods_source(sample, "Check"))
         return all(same_code(ours[m], theirs[m]) for m in (ASDICT, ASTUPLE))
 
 
@@ -441,7 +459,8 @@ def _make(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMethod
     for name in names:
         if not writable_name(name):
             raise TypeError(f"{module}.{qualname} has a field named {name!r}, which is not a Python identifier")
-    source, codes = _shape(names)
+    functions_source, codes = _shape(names)
+    source = f"{_header(f'{module}.{qualname}')}\n{functions_source}"
     filename = _free_filename(f"{module}.{qualname}")
     functions = {}
     for method, code in codes.items():
@@ -456,16 +475,20 @@ def _make(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMethod
 
 @functools.lru_cache(maxsize=512)
 def _shape(names: tuple[str, ...]) -> tuple[str, dict[str, CodeType]]:
-    """The source and code for fields *names*, shared by every class with them.
+    """The functions' source and code for fields *names*, shared by every class with them.
 
+    The source lacks its first line, the header that names the class.
     Class creation in a loop meets the same names again as soon as the
     previous class has been collected; this cache holds no class.
     """
-    source = methods_source(names)
     template = _templates.get(len(names))
     if template is None:
         template = _templates[len(names)] = _Template(len(names))
-    return source, template.specialize(names) if template.trusted else _compile(source)
+    if template.trusted and template.reads.isdisjoint(names):
+        codes = template.specialize(names)
+    else:
+        codes = _compile(methods_source(names, "metakit"))
+    return _functions_source(names), codes
 
 
 def _free_filename(label: str) -> str:

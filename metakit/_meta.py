@@ -11,6 +11,7 @@ state would otherwise keep its own key alive.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -76,6 +77,10 @@ class ZeroCopyFields(type):
     """
 
     def __new__(mcls: type[_M], name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any) -> _M:
+        if "__module__" not in namespace:
+            # ``type.__new__`` would take the module of the innermost Python
+            # frame, which is this one: take our caller's, as it would have.
+            namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         _register(cls)
         if "__dataclass_fields__" in namespace:
@@ -139,11 +144,11 @@ def _guard_bases(cls: type, override: type, name: str, dispatcher: object, names
 
 def methods_of(cls: type) -> GeneratedMethods:
     """The generated methods that serve instances of the dataclass *cls*."""
+    if not isinstance(cls, type):
+        raise TypeError(f"expected a dataclass, but got an instance of {type(cls).__qualname__}; pass its class")
     methods = getattr(cls, STATE, None)
     if isinstance(methods, GeneratedMethods):
         return methods
-    if not isinstance(cls, type):
-        raise TypeError(f"expected a dataclass, but got an instance of {type(cls).__qualname__}; pass its class")
     if not is_dataclass(cls):
         raise TypeError(f"{cls.__qualname__} is not a dataclass")
     return _plain_methods(cls)

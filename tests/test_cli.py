@@ -1,0 +1,140 @@
+"""``python -m metakit``: ``show`` prints a class's generated source; bad
+targets and bad commands exit with status 2 and say why."""
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import metakit
+
+MODULE = "metakit_cli_example"
+
+SOURCE = """
+from dataclasses import dataclass, field
+
+from metakit import OMIT, ZeroCopy
+
+
+@dataclass
+class Step(ZeroCopy):
+    is_prompt: bool
+    slot_mapping: list
+    wrapper: object = field(default=None, metadata=OMIT)
+
+
+class Outer:
+    @dataclass
+    class Inner(ZeroCopy):
+        block_tables: list
+
+
+@dataclass
+class Plain:
+    seq_len: int
+
+
+class NotADataclass:
+    pass
+
+
+def function():
+    pass
+"""
+
+
+@pytest.fixture
+def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A torch-free module of metadata classes, importable here and in a subprocess."""
+    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, MODULE, raising=False)
+    return tmp_path
+
+
+def run(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "metakit", *args], capture_output=True, text=True, env=env, check=False, timeout=120
+    )
+
+
+@pytest.mark.parametrize("qualname", ["Step", "Outer.Inner", "Plain"])
+def test_show_prints_the_generated_source(example, qualname):
+    result = run("show", f"{MODULE}:{qualname}", path=example)
+    assert result.returncode == 0, result.stderr
+    cls = importlib.import_module(MODULE)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    assert result.stdout == metakit.generated_source(cls)
+    first, second = result.stdout.splitlines()[:2]
+    assert first == f"# metakit: the generated methods of {MODULE}.{cls.__qualname__}"
+    assert second == "def asdict_zerocopy(self, skip_fields=None):"
+    assert result.stderr == ""
+
+
+def test_show_leaves_omit_fields_out(example):
+    result = run("show", f"{MODULE}:Step", path=example)
+    assert "'slot_mapping': self.slot_mapping," in result.stdout
+    assert "wrapper" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (MODULE, "expected MODULE:CLASS"),
+        (f"{MODULE}:", "expected MODULE:CLASS"),
+        (":Step", "expected MODULE:CLASS"),
+        ("metakit_no_such_module:Step", "cannot import 'metakit_no_such_module'"),
+        (f"{MODULE}:Missing", "has no class 'Missing'"),
+        (f"{MODULE}:Outer.Missing", "has no class 'Outer.Missing'"),
+        (f"{MODULE}:NotADataclass", "NotADataclass is not a dataclass"),
+        (f"{MODULE}:function", "is not a class"),
+    ],
+    ids=[
+        "no colon",
+        "no class",
+        "no module",
+        "missing module",
+        "missing class",
+        "missing nested",
+        "not a dataclass",
+        "function",
+    ],
+)
+def test_show_with_a_bad_target_exits_with_status_2_and_says_why(example, target, message):
+    result = run("show", target, path=example)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_show_without_a_target_exits_with_status_2():
+    result = run("show")
+    assert result.returncode == 2
+    assert "MODULE:CLASS" in result.stderr
+
+
+def test_no_command_prints_usage_and_exits_with_status_2():
+    result = run()
+    assert result.returncode == 2
+    assert "usage: python -m metakit" in result.stdout
+    for command in ("bench", "show", "stubgen"):
+        assert command in result.stdout
+
+
+def test_unknown_command_exits_with_status_2_and_names_it():
+    result = run("frobnicate")
+    assert result.returncode == 2
+    assert "unknown command 'frobnicate'" in result.stderr
+
+
+def test_help_prints_usage_and_exits_with_status_0():
+    result = run("--help")
+    assert result.returncode == 0
+    assert "usage: python -m metakit" in result.stdout

@@ -1,0 +1,374 @@
+"""The generated code: its source as text, where that source is registered, and
+that the code made from per-field-count templates is what ``compile`` makes."""
+
+import inspect
+import linecache
+import sys
+import traceback
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import metakit
+from metakit import OMIT, ZeroCopy
+from metakit._codegen import _compile, _named, _Template, methods_source, same_code, writable_name
+
+ASDICT_HEADER = "def asdict_zerocopy(self, skip_fields=None):"
+ASTUPLE_HEADER = "def astuple_zerocopy(self):"
+
+
+@dataclass
+class Step(ZeroCopy):
+    is_prompt: bool
+    slot_mapping: list[int]
+    wrapper: object = field(default=None, metadata=OMIT)
+    seq_len: int = 0
+
+
+def metakit_entries() -> set[str]:
+    return {name for name in linecache.cache if name.startswith("<metakit")}
+
+
+# --- the source, as text ------------------------------------------------------
+
+
+def test_generated_source_is_a_dict_display_of_the_fields_in_order():
+    source = metakit.generated_source(Step)
+    lines = source.splitlines()
+    assert lines[0] == f"# metakit: the generated methods of {__name__}.Step"
+    assert lines[1] == ASDICT_HEADER
+    display = lines[lines.index("    d = {") + 1 : lines.index("    }")]
+    assert display == [
+        "        'is_prompt': self.is_prompt,",
+        "        'slot_mapping': self.slot_mapping,",
+        "        'seq_len': self.seq_len,",
+    ]
+
+
+def test_generated_source_holds_a_tuple_display_of_the_same_fields():
+    source = metakit.generated_source(Step)
+    astuple = source[source.index(ASTUPLE_HEADER) :].splitlines()
+    assert astuple[1:] == [
+        "    return (",
+        "        self.is_prompt,",
+        "        self.slot_mapping,",
+        "        self.seq_len,",
+        "    )",
+    ]
+
+
+def test_generated_source_never_holds_a_default_or_a_user_object():
+    sentinel = object()
+
+    @dataclass
+    class Defaults(ZeroCopy):
+        text: str = "DEFAULT-MARKER"
+        number: int = 987654321
+        other: object = sentinel
+        listed: list[str] = field(default_factory=lambda: ["FACTORY-MARKER"])
+
+    source = metakit.generated_source(Defaults)
+    for marker in ("DEFAULT-MARKER", "987654321", "FACTORY-MARKER", "object at"):
+        assert marker not in source
+    for method in (Defaults.asdict_zerocopy, Defaults.astuple_zerocopy):
+        consts = method.__code__.co_consts
+        assert all(const is None or type(const) in (str, tuple) for const in consts), consts
+        assert "DEFAULT-MARKER" not in consts
+        assert sentinel not in method.__globals__.values()
+        assert Defaults not in method.__globals__.values()
+
+
+def test_generated_source_writes_field_names_as_repr_literals():
+    Accented = make_dataclass("Accented", ["café", "名前"], bases=(ZeroCopy,))
+    source = metakit.generated_source(Accented)
+    assert f"{'café'!r}: self.café," in source
+    assert f"{'名前'!r}: self.名前," in source
+    obj = Accented(1, 2)
+    assert obj.asdict_zerocopy() == {"café": 1, "名前": 2}
+
+
+def test_generated_source_of_an_empty_dataclass():
+    @dataclass
+    class Empty(ZeroCopy):
+        pass
+
+    source = metakit.generated_source(Empty)
+    assert "    d = {\n    }" in source
+    assert Empty().asdict_zerocopy() == {}
+    assert Empty().astuple_zerocopy() == ()
+
+
+def test_undecorated_subclass_shares_its_dataclass_source():
+    class Sub(Step):
+        pass
+
+    assert metakit.generated_source(Sub) == metakit.generated_source(Step)
+
+
+def assert_installed_code_is_its_compiled_source(cls: type) -> None:
+    """What runs is what ``compile`` makes of the source that ``generated_source`` shows."""
+    compiled = _compile(metakit.generated_source(cls))
+    for name in ("asdict_zerocopy", "astuple_zerocopy"):
+        installed = getattr(cls, name).__code__
+        assert same_code(_named(installed, "<metakit>", name), compiled[name]), name
+
+
+def test_installed_code_is_its_compiled_source():
+    assert_installed_code_is_its_compiled_source(Step)
+    assert_installed_code_is_its_compiled_source(
+        make_dataclass("Wide", [f"f{i}" for i in range(40)], bases=(ZeroCopy,))
+    )
+
+
+# Names that the generated code itself reads: builtins and metakit's helpers.
+NAMES_THE_CODE_READS = ["type", "str", "KeyError", "_skip_fields_str", "_check_skipped"]
+
+
+@pytest.mark.parametrize("name", NAMES_THE_CODE_READS)
+def test_installed_code_is_its_compiled_source_when_a_field_has_a_name_the_code_reads(name):
+    # Regression: a template specialised for such a name held it twice in
+    # ``co_names``, where ``compile`` holds it once, so the code that ran was
+    # not the code of the source shown.
+    cls = make_dataclass("Reads", ["a", name, "b"], bases=(ZeroCopy,))
+    assert_installed_code_is_its_compiled_source(cls)
+    obj = cls(1, 2, 3)
+    assert obj.asdict_zerocopy() == {"a": 1, name: 2, "b": 3}
+    assert obj.asdict_zerocopy([name, name]) == {"a": 1, "b": 3}
+    with pytest.raises(ValueError, match="'nope'"):
+        obj.asdict_zerocopy([name, "nope"])
+    with pytest.raises(TypeError, match="skip_fields"):
+        obj.asdict_zerocopy(name)
+
+
+# --- inspect and linecache --------------------------------------------------
+
+
+def test_inspect_getsource_shows_each_generated_method():
+    asdict = inspect.getsource(Step.asdict_zerocopy)
+    assert asdict.startswith(ASDICT_HEADER)
+    assert "'slot_mapping': self.slot_mapping," in asdict
+    assert ASTUPLE_HEADER not in asdict
+    astuple = inspect.getsource(Step.astuple_zerocopy)
+    assert astuple.startswith(ASTUPLE_HEADER)
+    assert "        self.slot_mapping," in astuple
+
+
+def test_generated_methods_are_named_for_their_class():
+    for name in ("asdict_zerocopy", "astuple_zerocopy"):
+        method = getattr(Step, name)
+        assert method.__name__ == name
+        assert method.__qualname__ == f"Step.{name}"
+        assert method.__module__ == __name__
+
+
+def test_source_is_registered_in_linecache_under_a_readable_filename():
+    filename = Step.asdict_zerocopy.__code__.co_filename
+    assert filename == Step.astuple_zerocopy.__code__.co_filename
+    assert filename.startswith("<metakit ")
+    assert f"{__name__}.Step" in filename
+    assert "".join(linecache.getlines(filename)) == metakit.generated_source(Step)
+
+
+def test_linecache_checkcache_keeps_the_entry():
+    filename = Step.asdict_zerocopy.__code__.co_filename
+    linecache.checkcache()
+    linecache.checkcache(filename)
+    assert "".join(linecache.getlines(filename)) == metakit.generated_source(Step)
+
+
+def test_nested_class_filename_holds_its_qualified_name():
+    class Outer:
+        @dataclass
+        class Inner(ZeroCopy):
+            a: int = 0
+
+    filename = Outer.Inner.asdict_zerocopy.__code__.co_filename
+    assert Outer.Inner.__qualname__ in filename
+    assert Outer.Inner.asdict_zerocopy.__qualname__ == f"{Outer.Inner.__qualname__}.asdict_zerocopy"
+
+
+@dataclass
+class Unset(ZeroCopy):
+    a: int
+    b: int = field(init=False)
+
+
+def formatted_traceback(call: Any) -> list[str]:
+    with pytest.raises(AttributeError, match="'b'") as error:
+        call()
+    return "".join(traceback.format_exception(error.type, error.value, error.tb)).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("method", "line"),
+    [("asdict_zerocopy", "'b': self.b,"), ("astuple_zerocopy", "self.b,")],
+    ids=["asdict", "astuple"],
+)
+def test_traceback_from_generated_code_shows_the_source_line(method, line):
+    lines = formatted_traceback(getattr(Unset(1), method))
+    filename = Unset.asdict_zerocopy.__code__.co_filename
+    at = next(i for i, text in enumerate(lines) if filename in text)
+    assert f"in {method}" in lines[at]
+    assert lines[at + 1].strip() == line
+    if sys.version_info >= (3, 11):  # column markers under the failing attribute
+        column = lines[at + 1].index("self.b")
+        assert lines[at + 2][column : column + len("self.b")] == "^" * len("self.b")
+
+
+def test_traceback_from_an_unknown_skip_fields_name_shows_the_source_line():
+    with pytest.raises(ValueError, match="'nope'") as error:
+        Step(True, []).asdict_zerocopy(["nope"])
+    text = "".join(traceback.format_exception(error.type, error.value, error.tb))
+    assert Step.asdict_zerocopy.__code__.co_filename in text
+    assert "_check_skipped(self, skip_fields, name)" in text
+
+
+def define(*names: str) -> type:
+    """A class named ``Shared`` (always the same qualified name) with fields *names*."""
+
+    @dataclass
+    class Shared(ZeroCopy):
+        __annotations__ = dict.fromkeys(names, int)
+
+    return Shared
+
+
+def test_identical_classes_share_one_linecache_entry():
+    before = metakit_entries()
+    first, second = define("a", "b"), define("a", "b")
+    assert first is not second
+    filename = first.asdict_zerocopy.__code__.co_filename
+    assert second.asdict_zerocopy.__code__.co_filename == filename
+    assert second.astuple_zerocopy.__code__.co_filename == filename
+    assert metakit_entries() - before == {filename}
+
+
+def test_same_qualified_name_with_other_fields_gets_its_own_filename():
+    first, second = define("a", "b"), define("a", "c")
+    assert first.__qualname__ == second.__qualname__
+    filenames = {cls.asdict_zerocopy.__code__.co_filename for cls in (first, second)}
+    assert len(filenames) == 2
+    for cls in (first, second):
+        source = "".join(linecache.getlines(cls.asdict_zerocopy.__code__.co_filename))
+        assert source == metakit.generated_source(cls)
+        assert inspect.getsource(cls.asdict_zerocopy).startswith(ASDICT_HEADER)
+    assert "'c': self.c," in metakit.generated_source(second)
+    assert "'c': self.c," not in metakit.generated_source(first)
+
+
+# --- names that cannot be written into source -----------------------------------
+
+
+@pytest.mark.parametrize("name", ["not-ident", "class", "1x", "a b", "x.y", "a;b"])
+def test_non_identifier_field_name_raises_type_error_at_class_creation(name):
+    # ``make_dataclass`` refuses such names; a hand-written ``__annotations__``
+    # does not.  ``init=False`` keeps the name out of ``__init__``'s signature.
+    namespace = {"__annotations__": {name: int}, name: field(default=0, init=False, repr=False, compare=False)}
+    cls = type("BadName", (ZeroCopy,), namespace)
+    before = metakit_entries()
+    with pytest.raises(TypeError, match=f"{name!r}.*not a Python identifier"):
+        dataclass(cls)
+    assert metakit_entries() <= before
+
+
+@pytest.mark.parametrize(
+    "name", ["\ufb01", "e\u0301", "\u2160"], ids=["fi ligature", "decomposed e-acute", "roman one"]
+)
+def test_name_that_is_not_in_nfkc_form_is_rejected(name):
+    # The parser reads identifiers in NFKC form: ``self.ﬁ`` would read ``self.fi``.
+    assert name.isidentifier()
+    with pytest.raises(TypeError, match="not a Python identifier"):
+        make_dataclass("Ligature", [name], bases=(ZeroCopy,))
+
+
+def test_writable_name_accepts_identifiers_in_nfkc_form():
+    for name in ("a", "_x", "self", "café", "名前", "x" * 300):
+        assert writable_name(name)
+    for name in ("", "None", "class", "1a", "a-b", "\ufb01", 3, None):
+        assert not writable_name(name)
+
+
+# --- templates specialised with CodeType.replace equal a real compile -------------
+
+SAMPLE_NAMES = [
+    "a",
+    "is_prompt",
+    "x" * 63,
+    "y" * 64,
+    "long_" * 30,
+    "é",
+    "é" * 40,
+    "名前" * 25,
+    "ünïcödé_" * 12,
+    "self",
+    "skip_fields",
+    "d",
+    "name",
+    "_0",
+    "_1",
+    "_12",
+    "KeyError",
+    "__d",
+    "z9",
+]
+
+
+def names_for(count: int, shift: int) -> list[str]:
+    """*count* distinct names drawn from SAMPLE_NAMES, in a varied order."""
+    return [f"{SAMPLE_NAMES[(i * 7 + shift) % len(SAMPLE_NAMES)]}{i}" for i in range(count)]
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 15, 50])
+def test_template_specialisation_equals_a_real_compile(count):
+    template = _Template(count)
+    assert template.trusted
+    for shift in range(len(SAMPLE_NAMES)):
+        names = names_for(count, shift)
+        ours, theirs = template.specialize(names), _compile(methods_source(names, "C"))
+        assert set(ours) == set(theirs) == {"asdict_zerocopy", "astuple_zerocopy"}
+        for method in theirs:
+            assert same_code(ours[method], theirs[method]), (names, method)
+
+
+def test_template_specialisation_with_placeholder_names_in_another_order():
+    names = ["_2", "_0", "_1"]
+    ours, theirs = _Template(3).specialize(names), _compile(methods_source(names, "C"))
+    assert all(same_code(ours[m], theirs[m]) for m in theirs)
+
+
+def test_same_code_tells_different_code_apart():
+    names = ["a", "bb"]
+    code = _compile(methods_source(names, "C"))["asdict_zerocopy"]
+    assert same_code(code, _compile(methods_source(names, "C"))["asdict_zerocopy"])
+    assert not same_code(code, _compile(methods_source(["a", "bc"], "C"))["asdict_zerocopy"])
+    assert not same_code(code, _compile(methods_source(["bb", "a"], "C"))["asdict_zerocopy"])
+    assert not same_code(code, _compile("\n" + methods_source(names, "C"))["asdict_zerocopy"])
+    assert not same_code(code, _compile(methods_source(["a", "bbb"], "C"))["asdict_zerocopy"])
+    # Only a column differs: the name sits one column further right.  Code
+    # objects hold columns from 3.11 on.
+    shifted = methods_source(names, "C").replace("        'bb': self.bb,", "        'bb':  self.bb,")
+    assert same_code(code, _compile(shifted)["asdict_zerocopy"]) == (sys.version_info < (3, 11))
+
+
+# Any name a field may take.  Names that ``ZeroCopy`` or ``object`` already
+# define would give the field that attribute as its default, and dunder names
+# (``__weakref__``, ...) belong to Python, with or without metakit.
+identifier = st.text(
+    alphabet=st.characters(categories=["Lu", "Ll", "Lo", "Nd", "Pc"], max_codepoint=0x9FFF), min_size=1, max_size=80
+).filter(
+    lambda name: (
+        writable_name(name) and not hasattr(ZeroCopy, name) and not (name.startswith("__") and name.endswith("__"))
+    )
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(identifier, max_size=20, unique=True))
+def test_installed_code_is_its_compiled_source_for_any_names(names):
+    cls = make_dataclass("Random", names, bases=(ZeroCopy,))
+    assert_installed_code_is_its_compiled_source(cls)
+    obj = cls(*names)
+    assert obj.asdict_zerocopy() == dict(zip(names, names, strict=True))

@@ -1,0 +1,188 @@
+"""Classes come and go: nothing metakit keeps holds a class alive, their
+``linecache`` entries go with them, and many threads may create and use them."""
+
+import gc
+import linecache
+import sys
+import threading
+import traceback
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any
+
+import pytest
+
+import metakit
+from metakit import OMIT, ZeroCopy
+
+NAMES = [f"Meta{i}" for i in range(20)]
+FIELD_LISTS = [
+    (),
+    ("a",),
+    ("a", "b"),
+    ("b", "a"),
+    ("a", "b", "c", "d", "e", "f", "g"),
+    tuple(f"x{i}" for i in range(20)),
+]
+
+
+def make_class(i: int) -> type:
+    """The *i*-th class of a varied family: names and fields repeat, ways of making them vary."""
+    name = NAMES[i % len(NAMES)]
+    names = FIELD_LISTS[i % len(FIELD_LISTS)]
+    kind = i % 5
+    if kind == 0:
+        return make_dataclass(name, names, bases=(ZeroCopy,))
+    if kind == 1:
+        return make_dataclass(name, names, bases=(ZeroCopy,), slots=True, frozen=True)
+    if kind == 2:  # an undecorated subclass
+        return type(name, (make_dataclass(name, names, bases=(ZeroCopy,)),), {})
+    if kind == 3:  # an override calling super() puts dispatchers on its bases
+        base = make_dataclass(name, names[:1], bases=(ZeroCopy,))
+
+        def asdict_zerocopy(self: Any, skip_fields: Any = None) -> Any:
+            return super(cls, self).asdict_zerocopy(skip_fields)
+
+        cls = make_dataclass(name, names[1:], bases=(base,), namespace={"asdict_zerocopy": asdict_zerocopy})
+        return cls
+    return make_dataclass(name, names)  # plain: the function forms serve it
+
+
+def check(cls: type) -> None:
+    obj = cls(*(object() for _ in fields(cls)))
+    expected = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    got = metakit.asdict_zerocopy(obj)
+    assert list(got) == list(expected)
+    assert all(got[name] is value for name, value in expected.items())
+    assert metakit.astuple_zerocopy(obj) == tuple(expected.values())
+    if isinstance(cls, metakit.ZeroCopyFields):
+        assert obj.asdict_zerocopy() == expected
+        assert obj.astuple_zerocopy() == tuple(expected.values())
+        assert metakit.generated_source(cls)
+
+
+def metakit_entries() -> set[str]:
+    return {name for name in linecache.cache if name.startswith("<metakit")}
+
+
+def test_thousands_of_dropped_classes_are_collected_with_their_linecache_entries():
+    gc.collect()
+    cache_before = set(linecache.cache)
+    live_before = len(metakit.zerocopy_classes())
+
+    classes = [make_class(i) for i in range(3000)]
+    for i in range(100):
+        check(classes[i])
+    refs = [weakref.ref(cls) for cls in classes]
+    assert len(metakit_entries() - cache_before) > len(NAMES)
+    assert len(metakit.zerocopy_classes()) > live_before + 2000
+
+    del classes
+    gc.collect()
+    assert [ref for ref in refs if ref() is not None] == []
+    assert set(linecache.cache) == cache_before
+    assert len(linecache.cache) == len(cache_before)
+    assert len(metakit.zerocopy_classes()) == live_before
+
+
+def test_classes_made_and_dropped_one_at_a_time_leave_linecache_as_it_was():
+    gc.collect()
+    cache_before = set(linecache.cache)
+    refs = []
+    for i in range(500):
+        cls = make_class(i)
+        check(cls)
+        refs.append(weakref.ref(cls))
+        del cls
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+    assert set(linecache.cache) == cache_before
+
+
+def test_linecache_entry_outlives_one_class_while_another_shares_it():
+    def define() -> type:
+        @dataclass
+        class Shared(ZeroCopy):
+            a: int = 0
+
+        return Shared
+
+    first, second = define(), define()
+    filename = first.asdict_zerocopy.__code__.co_filename
+    assert second.asdict_zerocopy.__code__.co_filename == filename
+    del first
+    gc.collect()
+    assert filename in linecache.cache
+    assert second().asdict_zerocopy() == {"a": 0}
+    del second
+    gc.collect()
+    assert filename not in linecache.cache
+
+
+def test_a_class_whose_traceback_was_formatted_is_still_collected():
+    def define() -> weakref.ref[type]:
+        @dataclass
+        class Unset(ZeroCopy):
+            b: int = field(init=False)
+            w: object = field(default=None, metadata=OMIT)
+
+        with pytest.raises(AttributeError) as error:
+            Unset().asdict_zerocopy()
+        assert "'b': self.b," in "".join(traceback.format_exception(error.type, error.value, error.tb))
+        return weakref.ref(Unset)
+
+    ref = define()
+    gc.collect()
+    assert ref() is None
+
+
+# --- threads ----------------------------------------------------------------
+
+THREADS = 8
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    """Switch threads as often as the interpreter allows, to interleave them finely."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
+@pytest.mark.usefixtures("fast_switching")
+def test_classes_created_and_used_from_eight_threads_at_once():
+    shared = [make_class(i) for i in range(10)]
+    barrier = threading.Barrier(THREADS, timeout=120)
+    errors: list[BaseException] = []
+    made: list[list[type]] = [[] for _ in range(THREADS)]
+
+    def work(index: int) -> None:
+        try:
+            barrier.wait()
+            for round_ in range(40):
+                # Every thread makes the same names and fields at the same time,
+                # and some of its own.
+                for cls in (make_class(round_), make_class(round_ * THREADS + index), shared[round_ % len(shared)]):
+                    check(cls)
+                    made[index].append(cls)
+                if index == 0 and round_ % 10 == 0:
+                    gc.collect()
+        except BaseException as error:  # reported by the main thread
+            errors.append(error)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert [len(classes) for classes in made] == [120] * THREADS
+    for cls in {cls for classes in made for cls in classes if isinstance(cls, metakit.ZeroCopyFields)}:
+        filename = cls.astuple_zerocopy.__code__.co_filename
+        assert "".join(linecache.getlines(filename)) == metakit.generated_source(cls)
