@@ -1,0 +1,61 @@
+"""Bad usage: mypy must report an error on each line commented "E: why", and on no other."""
+
+from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
+from engine_models import Box, Direct, IntBox
+
+import metakit
+
+
+def forward(num_prefills: int, num_prefill_tokens: int, num_decode_tokens: int, slot_mapping: Tensor) -> None: ...
+
+
+def keys_that_are_not_in_the_dict(meta: FlashInferMetadata) -> None:
+    d = meta.asdict_zerocopy()
+    d["attn_bias"]  # E: a post-init attribute
+    d["is_profile_run"]  # E: another post-init attribute
+    d["kernel_version"]  # E: a ClassVar
+    d["workspace_size"]  # E: an InitVar
+    d["prefill_wrapper"]  # E: an OMIT field
+    d["decode_wrapper"]  # E: an OMIT field, merged into other metadata
+    metakit.asdict_zerocopy(meta)["attn_bias"]  # E: the function form too
+    d["slot_mapping"] = None  # E: a value of the wrong type
+    d["unknown"] = 1  # E: no key of that name
+
+
+def wrong_value_types(meta: FlashInferMetadata, box: IntBox) -> None:
+    d = meta.asdict_zerocopy()
+    page_size: str = d["page_size"]  # E: an int
+    tables: Tensor = d["block_tables"]  # E: may be None
+    item: str = box.asdict_zerocopy()["item"]  # E: generic parameter substituted: int
+    count: str = meta.astuple_zerocopy()[0]  # E: the tuple's first item is an int
+    meta.astuple_zerocopy()[8]  # E: the tuple has eight items
+    a, b = meta.astuple_zerocopy()  # E: and not two
+
+
+def skipped_keys(meta: FlashInferMetadata, direct: Direct) -> None:
+    d = meta.asdict_zerocopy(skip_fields={"slot_mapping", "is_prompt"})
+    d["slot_mapping"]  # E: skipped
+    d["is_prompt"]  # E: skipped
+    metakit.asdict_zerocopy(meta, ["page_size"])["page_size"]  # E: skipped
+    direct.asdict_zerocopy(("a",))["a"]  # E: skipped
+
+
+def unknown_skip_names(meta: FlashInferMetadata, box: Box[int]) -> None:
+    meta.asdict_zerocopy(skip_fields={"slot_mapping", "slot_mappin"})  # E: not a field
+    meta.asdict_zerocopy(["attn_bias"])  # E: a post-init attribute is not a field
+    meta.asdict_zerocopy(("kernel_version",))  # E: nor is a ClassVar
+    meta.asdict_zerocopy({"workspace_size"})  # E: nor an InitVar
+    metakit.asdict_zerocopy(box, skip_fields=["value"])  # E: the function form too
+    meta.asdict_zerocopy(skip_fields="slot_mapping")  # E: a str is not a set of names
+
+
+def extra_splat_keys(meta: FlashInferMetadata, base: AttentionMetadata) -> None:
+    forward(**meta.asdict_zerocopy())  # E: is_prompt, block_tables, ... are extra
+    forward(**base.asdict_zerocopy())
+    forward(**meta.asdict_zerocopy(skip_fields={"num_prefills"}))  # E: also one missing
+    AttentionMetadata(**meta.asdict_zerocopy())  # E: extra for the base class
+
+
+def classes_where_instances_belong() -> None:
+    metakit.asdict_zerocopy(FlashInferMetadata)  # E: the class itself
+    metakit.astuple_zerocopy(Direct)  # E: the class itself

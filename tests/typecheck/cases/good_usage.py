@@ -1,0 +1,228 @@
+"""Good usage: every line type-checks, and every type is exact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
+
+from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
+from engine_models import (
+    Backend,
+    Box,
+    DecodeMetadata,
+    Direct,
+    DirectChild,
+    Empty,
+    FlashAttentionMetadata,
+    FrozenChild,
+    IntBox,
+    KeywordChild,
+    Overriding,
+    Pair,
+    UndecoratedMetadata,
+)
+from typing_extensions import NotRequired, assert_type
+
+import metakit
+
+
+class AttentionDict(TypedDict):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    slot_mapping: Tensor
+
+
+class FlashInferDict(TypedDict):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    slot_mapping: Tensor
+    is_prompt: bool
+    block_tables: Tensor | None
+    page_size: int
+    data_type: str
+
+
+class FlashInferSkippedDict(TypedDict):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    is_prompt: bool
+    block_tables: Tensor | None
+    page_size: int
+    data_type: str
+
+
+class FlashInferMaybeDict(TypedDict, total=False):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    slot_mapping: Tensor
+    is_prompt: bool
+    block_tables: Tensor | None
+    page_size: int
+    data_type: str
+
+
+class DecodeDict(TypedDict):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    slot_mapping: Tensor
+    is_prompt: bool
+    block_tables: Tensor | None
+    page_size: bool
+    decode_wrapper: object
+    data_type: str
+    steps: int
+
+
+class FlashAttentionDict(TypedDict):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    slot_mapping: Tensor
+    seq_lens: list[int] | None
+    max_query_len: int | None
+    use_cuda_graph: bool
+
+
+class BoxDict(TypedDict):
+    item: str
+    items: list[str]
+
+
+class IntBoxDict(TypedDict):
+    item: int
+    items: list[int]
+    label: str
+
+
+class PairDict(TypedDict):
+    item: bytes
+    items: list[bytes]
+    other: float | None
+
+
+class DirectDict(TypedDict):
+    a: int
+    b: str
+
+
+class DirectChildDict(TypedDict):
+    a: int
+    b: str
+    c: float
+
+
+class KeywordDict(TypedDict):
+    k: int
+    p: str
+
+
+class EmptyDict(TypedDict):
+    pass
+
+
+def forward(
+    num_prefills: int,
+    num_prefill_tokens: int,
+    num_decode_tokens: int,
+    slot_mapping: Tensor,
+    is_prompt: bool,
+    block_tables: Tensor | None,
+    page_size: int,
+    data_type: str,
+) -> None: ...
+
+
+def decode_forward(
+    num_prefills: int, num_prefill_tokens: int, num_decode_tokens: int, is_prompt: bool, **kwargs: object
+) -> None: ...
+
+
+def method_forms(meta: FlashInferMetadata) -> None:
+    assert_type(meta.asdict_zerocopy(), FlashInferDict)
+    assert_type(meta.asdict_zerocopy(None), FlashInferDict)
+    assert_type(meta.asdict_zerocopy(skip_fields={"slot_mapping"}), FlashInferSkippedDict)
+    assert_type(meta.asdict_zerocopy(["slot_mapping", "prefill_wrapper"]), FlashInferSkippedDict)
+    assert_type(meta.asdict_zerocopy(("slot_mapping", "slot_mapping")), FlashInferSkippedDict)
+    assert_type(meta.astuple_zerocopy(), tuple[int, int, int, Tensor, bool, Tensor | None, int, str])
+    d = meta.asdict_zerocopy()
+    tensor: Tensor = d["slot_mapping"]
+    assert_type(d["block_tables"], Tensor | None)
+    assert_type(d["page_size"], int)
+    forward(**d)
+    FlashInferMetadata(**d, workspace_size=1)
+
+
+def non_literal_skip(meta: FlashInferMetadata, skip: Iterable[str], names: set[str]) -> None:
+    assert_type(meta.asdict_zerocopy(skip), FlashInferMaybeDict)
+    assert_type(meta.asdict_zerocopy(skip_fields=names), FlashInferMaybeDict)
+    assert_type(meta.asdict_zerocopy(skip_fields=frozenset({"is_prompt"})), FlashInferMaybeDict)
+    maybe = meta.asdict_zerocopy(skip)
+    if "slot_mapping" in maybe:
+        tensor: Tensor = maybe["slot_mapping"]
+    page_size: int = maybe.get("page_size", 16)
+
+
+def function_forms(meta: FlashInferMetadata, base: AttentionMetadata, either: AttentionMetadata | Direct) -> None:
+    assert_type(metakit.asdict_zerocopy(meta), FlashInferDict)
+    assert_type(metakit.asdict_zerocopy(meta, {"slot_mapping"}), FlashInferSkippedDict)
+    assert_type(metakit.asdict_zerocopy(meta, skip_fields=set()), FlashInferMaybeDict)
+    assert_type(metakit.astuple_zerocopy(base), tuple[int, int, int, Tensor])
+    assert_type(metakit.asdict_zerocopy(either), AttentionDict | DirectDict)
+    forward(**metakit.asdict_zerocopy(meta))
+
+
+def splat_into_smaller_call(meta: FlashInferMetadata) -> None:
+    decode_forward(**meta.asdict_zerocopy(skip_fields={"slot_mapping"}))
+
+
+def inheritance(
+    flash: FlashAttentionMetadata,
+    decode: DecodeMetadata,
+    undecorated: UndecoratedMetadata,
+    keyword: KeywordChild,
+    frozen: FrozenChild,
+) -> None:
+    assert_type(flash.asdict_zerocopy(), FlashAttentionDict)
+    assert_type(decode.asdict_zerocopy(), DecodeDict)
+    assert_type(undecorated.asdict_zerocopy(), FlashAttentionDict)
+    assert_type(keyword.asdict_zerocopy(), KeywordDict)
+    assert_type(frozen.astuple_zerocopy(), tuple[int, bool])
+    assert_type(keyword.astuple_zerocopy(), tuple[int, str])
+    base: AttentionMetadata = flash
+    assert_type(base.asdict_zerocopy(), AttentionDict)
+
+
+def generics(box: Box[str], int_box: IntBox, pair: Pair[bytes, float]) -> None:
+    assert_type(box.asdict_zerocopy(), BoxDict)
+    assert_type(int_box.asdict_zerocopy(), IntBoxDict)
+    assert_type(int_box.astuple_zerocopy(), tuple[int, list[int], str])
+    assert_type(pair.asdict_zerocopy(), PairDict)
+    assert_type(metakit.asdict_zerocopy(pair), PairDict)
+
+
+def metaclass_used_directly(direct: Direct, child: DirectChild, backend: Backend) -> None:
+    assert_type(direct.asdict_zerocopy(), DirectDict)
+    assert_type(direct.astuple_zerocopy(), tuple[int, str])
+    assert_type(child.asdict_zerocopy(skip_fields={"hidden"}), DirectChildDict)
+    assert_type(backend.astuple_zerocopy(), tuple[str])
+    assert_type(metakit.astuple_zerocopy(child), tuple[int, str, float])
+
+
+def own_method_wins(obj: Overriding, empty: Empty) -> None:
+    assert_type(obj.asdict_zerocopy(), dict[str, int])
+    assert_type(obj.astuple_zerocopy(), tuple[int, int])
+    assert_type(empty.asdict_zerocopy(), EmptyDict)
+    assert_type(empty.astuple_zerocopy(), tuple[()])
+
+
+def generic_code(items: list[FlashInferMetadata]) -> list[Mapping[str, Any]]:
+    return [item.asdict_zerocopy() for item in items]
+
+
+class DictWithExtra(TypedDict):
+    extra: NotRequired[int]

@@ -1,0 +1,272 @@
+"""The mypy plugin ``metakit.mypy``, checked on real modules.
+
+Each module in ``cases/`` is type-checked with the plugin (``mypy.ini`` here),
+all of them in one ``mypy.api`` run, and mypy's output for it must equal the
+golden file beside it, ``cases/<module>.out``.  The errors must also fall on
+exactly the lines commented ``E: why``: a golden file cannot bless a missed or a
+spurious error.  After a deliberate change, update the golden files with::
+
+    METAKIT_UPDATE_GOLDEN=1 python -m pytest tests/typecheck
+
+and review their diff.  The case modules need no torch; ``Tensor`` in them is
+a stand-in class.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from mypy import api
+
+import metakit.mypy
+
+HERE = Path(__file__).parent
+CASES = HERE / "cases"
+CONFIG = HERE / "mypy.ini"
+CASE_FILES = sorted(CASES.glob("*.py"))
+UPDATE = os.environ.get("METAKIT_UPDATE_GOLDEN") == "1"
+
+_LOCATION = re.compile(r"^(?:.*[/\\])?(?P<file>[^/\\]+\.py):(?P<line>[0-9]+): (?P<kind>error|note): ")
+_MARKER = re.compile(r"#\s*E:")
+
+
+def run_mypy(files: list[Path], cache_dir: Path) -> tuple[str, str, int]:
+    return api.run(["--config-file", str(CONFIG), "--cache-dir", str(cache_dir), *map(str, files)])
+
+
+def by_file(stdout: str) -> dict[str, list[str]]:
+    """mypy's report lines, keyed by file name, with directories left out."""
+    lines: dict[str, list[str]] = {}
+    for line in stdout.splitlines():
+        match = _LOCATION.match(line)
+        if match:
+            lines.setdefault(match["file"], []).append(line[match.start("file") :])
+    return lines
+
+
+def marked_lines(path: Path) -> set[int]:
+    return {number for number, line in enumerate(path.read_text().splitlines(), 1) if _MARKER.search(line)}
+
+
+def error_lines(lines: list[str]) -> set[int]:
+    return {int(m["line"]) for m in map(_LOCATION.match, lines) if m and m["kind"] == "error"}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+@pytest.fixture(scope="module")
+def cold_run(cache_dir: Path) -> str:
+    stdout, stderr, status = run_mypy(CASE_FILES, cache_dir)
+    assert stderr == "", stderr  # a crash in the plugin would show here
+    assert status == 1, stdout  # bad_usage.py has errors
+    return stdout
+
+
+@pytest.mark.parametrize("case", CASE_FILES, ids=lambda path: path.name)
+def test_output_matches_golden(cold_run: str, case: Path) -> None:
+    actual = "".join(f"{line}\n" for line in by_file(cold_run).get(case.name, []))
+    golden = case.with_suffix(".out")
+    if UPDATE:
+        golden.write_text(actual)
+    assert actual == golden.read_text()
+
+
+@pytest.mark.parametrize("case", CASE_FILES, ids=lambda path: path.name)
+def test_errors_fall_exactly_on_marked_lines(cold_run: str, case: Path) -> None:
+    assert error_lines(by_file(cold_run).get(case.name, [])) == marked_lines(case)
+
+
+def test_warm_cache_gives_identical_output(cold_run: str, cache_dir: Path) -> None:
+    stdout, stderr, _ = run_mypy(CASE_FILES, cache_dir)
+    assert stderr == ""
+    assert stdout == cold_run
+
+
+def test_dmypy_gives_identical_output(cold_run: str, tmp_path: Path) -> None:
+    with dmypy(tmp_path) as check:
+        assert by_file(check(CASE_FILES)) == by_file(cold_run)
+
+
+# --- a change to a base class in another module reaches its users ----------
+# Three modules, base <- middle <- user, named with a suffix so that runs that
+# share the module-wide cache (for the standard library) start cold on them.
+
+_SCENARIO = {
+    "base": """\
+from dataclasses import dataclass, field
+from metakit import OMIT, ZeroCopy
+
+@dataclass
+class Base(ZeroCopy):
+    a: int
+    wrapper: object = field(default=None, metadata={"doc": "kept"})
+""",
+    "middle": """\
+from dataclasses import dataclass
+from base{suffix} import Base
+
+@dataclass
+class Middle(Base):
+    b: str = ""
+""",
+    "user": """\
+import metakit
+from middle{suffix} import Middle
+
+def method(meta: Middle) -> None:
+    wrapper: object = meta.asdict_zerocopy()["wrapper"]
+
+def function(meta: Middle) -> None:
+    a: int = metakit.astuple_zerocopy(meta)[0]
+""",
+}
+_EDITS = {
+    "omit": ('metadata={"doc": "kept"}', "metadata=OMIT"),  # changes metadata only
+    "retype": ("a: int", "a: bytes"),
+}
+
+
+def write_scenario(directory: Path, suffix: str, edit: str | None = None) -> list[Path]:
+    files = []
+    for name, template in _SCENARIO.items():
+        text = template.replace(*_EDITS[edit]) if edit is not None and name == "base" else template
+        path = directory / f"{name}{suffix}.py"
+        path.write_text(text.replace("{suffix}", suffix))
+        files.append(path)
+    return files
+
+
+def report(stdout: str, suffix: str) -> dict[str, list[str]]:
+    return {name.replace(suffix, ""): lines for name, lines in by_file(stdout.replace(suffix, "")).items()}
+
+
+@pytest.fixture(scope="module")
+def edited_cold(cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]]]:
+    """What a cold run reports after each edit."""
+    reports = {}
+    for edit in _EDITS:
+        suffix = f"_cold_{edit}"
+        stdout, _, _ = run_mypy(write_scenario(tmp_path_factory.mktemp(edit), suffix, edit), cache_dir)
+        reports[edit] = report(stdout, suffix)
+        assert "user.py" in reports[edit]  # each edit makes an error
+    return reports
+
+
+@pytest.mark.parametrize("runner", ["mypy", "dmypy"])
+def test_edits_in_a_base_module_reach_its_users(
+    runner: str, tmp_path: Path, cache_dir: Path, edited_cold: dict[str, dict[str, list[str]]]
+) -> None:
+    """A warm cache, and a running dmypy, report after an edit what a cold run does."""
+    suffix = f"_{runner}_{tmp_path.name}"
+    files = write_scenario(tmp_path, suffix)
+    with contextlib.ExitStack() as stack:
+        if runner == "dmypy":
+            check = stack.enter_context(dmypy(tmp_path))
+        else:
+
+            def check(files: list[Path]) -> str:
+                return run_mypy(files, cache_dir)[0]
+
+        assert report(check(files), suffix) == {}
+        for edit in _EDITS:
+            write_scenario(tmp_path, suffix, edit)
+            assert report(check(files), suffix) == edited_cold[edit], edit
+
+
+@contextlib.contextmanager
+def dmypy(directory: Path) -> Iterator[Callable[[list[Path]], str]]:
+    """A dmypy daemon of its own, in a subprocess; yields its check command."""
+    status_file = str(directory / "dmypy.json")
+
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mypy.dmypy", "--status-file", status_file, *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    def check(files: list[Path]) -> str:
+        result = command("run", "--", "--config-file", str(CONFIG), *map(str, files))
+        assert result.returncode in (0, 1), result.stdout + result.stderr
+        return result.stdout
+
+    try:
+        yield check
+    finally:
+        command("stop")
+
+
+# --- the shapes the good cases expect are what the code returns ------------
+
+
+@pytest.fixture
+def case_modules(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.syspath_prepend(str(CASES))
+    yield
+    for name in ("good_usage", "engine_models", "engine_base"):
+        sys.modules.pop(name, None)
+
+
+def test_expected_typed_dicts_are_what_runs(case_modules: None) -> None:
+    """The TypedDicts that good_usage.py asserts are the keys the methods return."""
+    base = importlib.import_module("engine_base")
+    models = importlib.import_module("engine_models")
+    good = importlib.import_module("good_usage")
+    tensor = base.Tensor()
+    flash = base.FlashInferMetadata(1, 2, 3, tensor, True, workspace_size=1)
+    expected = [
+        (flash.asdict_zerocopy(), good.FlashInferDict),
+        (flash.asdict_zerocopy(skip_fields={"slot_mapping"}), good.FlashInferSkippedDict),
+        (models.DecodeMetadata(1, 2, 3, tensor, True), good.DecodeDict),
+        (models.FlashAttentionMetadata(1, 2, 3, tensor, None, None), good.FlashAttentionDict),
+        (models.UndecoratedMetadata(1, 2, 3, tensor, None, None), good.FlashAttentionDict),
+        (models.Box("x"), good.BoxDict),
+        (models.IntBox(1), good.IntBoxDict),
+        (models.Pair(b"x", other=1.0), good.PairDict),
+        (models.Direct(1), good.DirectDict),
+        (models.DirectChild(1), good.DirectChildDict),
+        (models.KeywordChild(k=1, p=""), good.KeywordDict),
+        (models.Empty(), good.EmptyDict),
+    ]
+    for value, typed_dict in expected:
+        got = value if isinstance(value, dict) else value.asdict_zerocopy()
+        assert list(got) == list(typed_dict.__annotations__), typed_dict.__name__
+    frozen = models.FrozenChild(1, object(), True)
+    assert [f.name for f in dataclasses.fields(frozen)] == ["step", "wrapper", "done"]
+    assert frozen.astuple_zerocopy() == (1, True)
+
+
+# --- the plugin module itself ----------------------------------------------
+
+
+def test_plugin_refuses_mypy_older_than_1_12() -> None:
+    with pytest.raises(RuntimeError, match=r"mypy >= 1\.12"):
+        metakit.mypy.plugin("1.11.2")
+
+
+@pytest.mark.parametrize("version", ["1.12.0", "1.20.1", "2.4.1", "2.5.0+dev.0123abcd"])
+def test_plugin_accepts_supported_mypy(version: str) -> None:
+    assert metakit.mypy.plugin(version) is metakit.mypy.ZeroCopyPlugin
+
+
+def test_plugin_has_a_version() -> None:
+    assert re.fullmatch(r"[0-9]+", metakit.mypy.__version__)
+
+
+def test_cases_need_no_torch() -> None:
+    for case in CASE_FILES:
+        assert not re.search(r"^\s*(import|from)\s+torch\b", case.read_text(), re.MULTILINE), case.name
