@@ -1,0 +1,199 @@
+"""``python -m metakit bench``: it runs to the end, writes the JSON it documents, and draws its chart.
+
+Nothing here asserts a timing: a slow or busy machine changes the figures,
+never the shape of the results.  One ``--quick`` run serves every test that
+reads its output.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metakit import bench
+
+HAS_TORCH = bench._installed("torch") is not None
+HAS_MATPLOTLIB = bench._installed("matplotlib") is not None
+
+CALL_KEYS = [
+    "dataclasses_asdict",
+    "fields_comprehension",
+    "vllm_skip_fields",
+    "attrs_asdict",
+    "msgspec_asdict",
+    "hand_written",
+    "hand_written_function",
+    "metakit_method",
+    "metakit_function",
+    "metakit_skip_fields",
+]
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    report: dict[str, Any]
+    png: Path
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    out = tmp_path_factory.mktemp("bench")
+    json_path, png_path = out / "bench.json", out / "bench.png"
+    command = [sys.executable, "-m", "metakit", "bench", "--quick", "--json", str(json_path), "--plot", str(png_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(json_path.read_text(encoding="utf-8"))
+    return Run(done.returncode, done.stdout, done.stderr, report, png_path)
+
+
+def test_quick_run_completes_and_reports_every_part(run: Run) -> None:
+    assert run.report["completed"] is True
+    assert run.report["quick"] is True
+    assert run.report["seconds"] > 0
+    for heading in ("== Demo", "== Dict of", "== Class creation", "== Targets"):
+        assert heading in run.stdout
+    assert "done in" in run.stderr  # the progress lines
+
+
+def test_json_has_the_documented_top_level_shape(run: Run) -> None:
+    assert set(run.report) == {
+        "schema",
+        "completed",
+        "quick",
+        "seconds",
+        "versions",
+        "subject",
+        "rounds",
+        "calls",
+        "sweep",
+        "creation",
+        "targets",
+    }
+    assert run.report["schema"] == 1
+    versions = run.report["versions"]
+    assert set(versions) == {"metakit", "python", "implementation", "platform", "torch", "attrs", "msgspec"}
+    assert versions["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert (versions["torch"] is not None) == HAS_TORCH
+    assert run.report["subject"] == {
+        "class": "FlashAttentionMetadata",
+        "fields": 15,
+        "values": "torch tensors and ints" if HAS_TORCH else "plain objects (torch is not installed)",
+    }
+
+
+def test_every_part_ran_several_interleaved_rounds(run: Run) -> None:
+    rounds = run.report["rounds"]
+    assert set(rounds) == {"calls", "sweep", "creation"}
+    assert rounds["calls"] >= 3
+    assert rounds["creation"] >= 3
+    if HAS_TORCH:
+        assert rounds["sweep"] >= 3
+    else:
+        assert rounds["sweep"] is None
+    assert f"best of {rounds['calls']} interleaved rounds" in run.stdout
+
+
+def test_call_table_has_every_contender_with_its_ratio_to_metakit(run: Run) -> None:
+    calls = run.report["calls"]
+    assert [row["key"] for row in calls] == CALL_KEYS
+    method_ns = calls[CALL_KEYS.index("metakit_method")]["ns"]
+    for row in calls:
+        assert set(row) == {"key", "label", "ns", "ratio", "note"}
+        peer = row["key"].split("_")[0]
+        installed = peer not in ("attrs", "msgspec") or bench._installed(peer) is not None
+        if installed:
+            assert row["ns"] > 0
+            assert row["ratio"] == pytest.approx(row["ns"] / method_ns)
+            assert row["note"] is None
+        else:
+            assert (row["ns"], row["ratio"]) == (None, None)
+            assert row["note"] == f"{peer} is not installed"
+            assert f"({peer} is not installed)" in run.stdout
+
+
+def test_tensor_sweep_runs_with_torch_and_is_skipped_without(run: Run) -> None:
+    sweep = run.report["sweep"]
+    if HAS_TORCH:
+        assert [row["elements"] for row in sweep] == [10**3, 10**4, 10**5, 10**6, 10**7]
+        for row in sweep:
+            assert row["dataclasses_asdict_ns"] > 0
+            assert row["metakit_ns"] > 0
+    else:
+        assert sweep is None
+        assert "torch is not installed" in run.stdout
+        assert "Tensor-size sweep: skipped" in run.stdout
+
+
+def test_class_creation_covers_5_15_and_50_fields_in_both_scenarios(run: Run) -> None:
+    creation = run.report["creation"]
+    assert [(row["fields"], row["scenario"]) for row in creation] == [
+        (count, scenario) for count in (5, 15, 50) for scenario in ("same", "new")
+    ]
+    for row in creation:
+        assert row["plain_us"] > 0
+        assert row["metakit_us"] > 0
+        assert row["ratio"] == pytest.approx(row["metakit_us"] / row["plain_us"])
+
+
+def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
+    targets = run.report["targets"]
+    assert [row["key"] for row in targets[:4]] == [
+        "method_vs_literal",
+        "comprehension_vs_method",
+        "flat_in_tensor_size",
+        "skip_fields",
+    ]
+    assert len(targets) == 4 + 6
+    for row in targets:
+        if row["ratio"] is None:
+            assert row["status"] == "SKIP"
+            assert row["key"] == "flat_in_tensor_size"
+            assert not HAS_TORCH
+            continue
+        met = row["ratio"] >= row["bound"] if row["at_least"] else row["ratio"] <= row["bound"]
+        assert row["status"] == ("PASS" if met else "MISS")
+        assert f"{row['ratio']:.3f}" in run.stdout
+
+
+def test_plot_is_a_png_when_matplotlib_is_installed(run: Run) -> None:
+    if HAS_MATPLOTLIB:
+        assert run.png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    else:
+        assert not run.png.exists()
+        assert "matplotlib is not installed: no chart will be written" in run.stderr
+
+
+def test_a_contender_with_a_wrong_result_makes_the_benchmark_fail(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Regression guard for the exit status: it reflects a broken benchmark,
+    # found before anything is timed.
+    wrong = bench._Contender("wrong", "a contender that copies", "dict(comprehension(meta), seq_lens=[])")
+    monkeypatch.setattr(bench, "_CONTENDERS", (*bench._CONTENDERS, wrong))
+    assert bench.main(["--quick"]) == 1
+    assert "the benchmark is broken: a contender that copies did not return the record's own objects" in (
+        capsys.readouterr().err
+    )
+
+
+def test_distributed_delegates_to_distbench(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[bool, str | None]] = []
+
+    def main(quick: bool, json_path: str | None) -> int:
+        calls.append((quick, json_path))
+        return 7
+
+    monkeypatch.setitem(sys.modules, "metakit._distbench", types.SimpleNamespace(main=main))
+    assert bench.main(["--distributed", "--quick", "--json", "out.json"]) == 7
+    assert bench.main(["--distributed"]) == 7
+    assert calls == [(True, "out.json"), (False, None)]
