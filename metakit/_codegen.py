@@ -114,32 +114,49 @@ def writable_name(name: object) -> bool:
     )
 
 
-def _asdict_lines(names: Sequence[str]) -> list[str]:
-    return [
-        f"def {ASDICT}(self, skip_fields=None):",
-        "    d = {",
-        *[f"        {name!r}: self.{name}," for name in names],
-        "    }",
-        "    if skip_fields is None:",
-        "        return d",
-        # ``type() is`` is the cheapest check; ``_check_skipped`` catches subclasses.
-        "    if type(skip_fields) is str:",
-        "        raise _skip_fields_str(skip_fields)",
-        "    for name in skip_fields:",
-        "        try:",
-        "            del d[name]",
-        "        except KeyError:",
-        "            _check_skipped(self, skip_fields, name)",
-        "    return d",
-    ]
+def _unwritable(names: Sequence[object]) -> object | None:
+    """The first of *names* that ``writable_name`` refuses, or ``None``."""
+    try:
+        # The usual names, ASCII identifiers that are not keywords, are
+        # checked all at once, in C.
+        if all(map(str.isidentifier, names)) and "".join(names).isascii() and _KEYWORDS.isdisjoint(names):  # type: ignore[arg-type]
+            return None
+    except TypeError:  # a name that is not a str
+        pass
+    return next((name for name in names if not writable_name(name)), None)
 
 
-def _astuple_lines(names: Sequence[str]) -> list[str]:
+_KEYWORDS: Final = frozenset(keyword.kwlist)
+
+# The generated source, line by line, around the lines of each field.
+_ASDICT_HEAD: Final = (f"def {ASDICT}(self, skip_fields=None):\n", "    d = {\n")
+_ASDICT_TAIL: Final = (
+    "    }\n",
+    "    if skip_fields is None:\n",
+    "        return d\n",
+    # ``type() is`` is the cheapest check; ``_check_skipped`` catches subclasses.
+    "    if type(skip_fields) is str:\n",
+    "        raise _skip_fields_str(skip_fields)\n",
+    "    for name in skip_fields:\n",
+    "        try:\n",
+    "            del d[name]\n",
+    "        except KeyError:\n",
+    "            _check_skipped(self, skip_fields, name)\n",
+    "    return d\n",
+)
+_ASTUPLE_HEAD: Final = ("\n", "\n", f"def {ASTUPLE}(self):\n", "    return (\n")
+_ASTUPLE_TAIL: Final = ("    )\n",)
+
+
+def _function_lines(names: Sequence[str]) -> list[str]:
+    """The lines of both functions for fields *names*, each with its newline."""
     return [
-        f"def {ASTUPLE}(self):",
-        "    return (",
-        *[f"        self.{name}," for name in names],
-        "    )",
+        *_ASDICT_HEAD,
+        *[f"        {name!r}: self.{name},\n" for name in names],
+        *_ASDICT_TAIL,
+        *_ASTUPLE_HEAD,
+        *[f"        self.{name},\n" for name in names],
+        *_ASTUPLE_TAIL,
     ]
 
 
@@ -173,15 +190,11 @@ def methods_source(names: Sequence[str], owner: str) -> str:
         )
     <BLANKLINE>
     """
-    return f"{_header(owner)}\n{_functions_source(names)}"
+    return "".join([_header(owner), *_function_lines(names)])
 
 
 def _header(owner: str) -> str:
-    return f"# metakit: the generated methods of {owner}"
-
-
-def _functions_source(names: Sequence[str]) -> str:
-    return "\n".join([*_asdict_lines(names), "", "", *_astuple_lines(names), ""])
+    return f"# metakit: the generated methods of {owner}\n"
 
 
 def _compile(source: str) -> dict[str, CodeType]:
@@ -375,7 +388,10 @@ class _Template:
 
     def specialize(self, names: Sequence[str]) -> dict[str, CodeType]:
         """The template's code, rewritten for *names*: what ``compile`` gives for them."""
-        growth = [len(n.encode()) - len(p) for n, p in zip(names, self.placeholders, strict=True)]
+        # Columns count bytes; before 3.11 there are none.
+        growth = (
+            [len(n.encode()) - len(p) for n, p in zip(names, self.placeholders, strict=True)] if _HAS_COLUMNS else []
+        )
         return {m.code.co_name: m.specialize(names, growth) for m in self.methods}
 
     def _agrees_with_compile(self) -> bool:
@@ -441,76 +457,128 @@ _DEFAULTS: Final = {ASDICT: (None,), ASTUPLE: None}  # skip_fields=None
 
 _lock = threading.Lock()
 _templates: dict[int, _Template] = {}
-_by_key: weakref.WeakValueDictionary[tuple[str, str, tuple[str, ...]], GeneratedMethods] = weakref.WeakValueDictionary()
-_by_filename: weakref.WeakValueDictionary[str, GeneratedMethods] = weakref.WeakValueDictionary()
+
+# Live generated methods, by (module, qualified name, names) and by file name.
+# Plain dicts of weak references, pruned from time to time (``_prune``), cost
+# less per class than ``WeakValueDictionary``; a dead reference counts as absent.
+_Key = tuple[str, str, tuple[str, ...]]
+_by_key: dict[_Key, weakref.ref[GeneratedMethods]] = {}
+_by_filename: dict[str, weakref.ref[GeneratedMethods]] = {}
+_pruned_at = 64
 
 
 def generate(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMethods:
     """The methods for fields *names* of class *module.qualname*, made at most once."""
     key = (module, qualname, names)
     with _lock:
-        methods = _by_key.get(key)
+        ref = _by_key.get(key)
+        methods = ref() if ref is not None else None
         if methods is None:
-            methods = _by_key[key] = _make(module, qualname, names)
+            methods, ref = _make(module, qualname, names)
+            _by_key[key] = _by_filename[methods.filename] = ref
+            if len(_by_key) > _pruned_at:
+                _prune()
     return methods
 
 
-def _make(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMethods:
-    for name in names:
-        if not writable_name(name):
-            raise TypeError(f"{module}.{qualname} has a field named {name!r}, which is not a Python identifier")
-    functions_source, codes = _shape(names)
-    source = f"{_header(f'{module}.{qualname}')}\n{functions_source}"
-    filename = _free_filename(f"{module}.{qualname}")
-    functions = {}
-    for method, code in codes.items():
-        function = FunctionType(_named(code, filename, f"{qualname}.{method}"), _GLOBALS, method, _DEFAULTS[method])
-        function.__module__ = module
-        function.__qualname__ = f"{qualname}.{method}"
-        functions[method] = function
-    methods = GeneratedMethods(names, source, filename, functions)
-    _register_source(methods)
-    return methods
+def _prune() -> None:
+    """Drop dead references: each time the dicts have doubled, so it costs O(1) a class."""
+    global _pruned_at  # noqa: PLW0603  # this module's own state, under _lock
+    for key in [key for key, ref in _by_key.items() if ref() is None]:
+        del _by_key[key]
+    for filename in [filename for filename, ref in _by_filename.items() if ref() is None]:
+        del _by_filename[filename]
+    _pruned_at = max(64, 2 * len(_by_key))
 
 
-@functools.lru_cache(maxsize=512)
-def _shape(names: tuple[str, ...]) -> tuple[str, dict[str, CodeType]]:
-    """The functions' source and code for fields *names*, shared by every class with them.
+class _BadName(Exception):
+    """A field name that may not be written into source."""
 
-    The source lacks its first line, the header that names the class.
-    Class creation in a loop meets the same names again as soon as the
-    previous class has been collected; this cache holds no class.
+
+def _make(module: str, qualname: str, names: tuple[str, ...]) -> tuple[GeneratedMethods, weakref.ref[GeneratedMethods]]:
+    """New methods, and a reference to them that removes their source from ``linecache`` when they die."""
+    label = f"{module}.{qualname}"
+    try:
+        shape = _shape(names)
+    except _BadName as error:
+        raise TypeError(f"{label} has a field named {error.args[0]!r}, which is not a Python identifier") from None
+    header = _header(label)
+    filename = _free_filename(label)
+    functions = shape.functions(filename, module, qualname)
+    methods = GeneratedMethods(names, header + shape.source, filename, functions)
+    # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there
+    # is no file to compare it with.
+    entry = (len(methods.source), None, [header, *shape.lines], filename)
+    linecache.cache[filename] = entry
+    return methods, weakref.ref(methods, functools.partial(_forget_source, entry))
+
+
+def _forget_source(entry: tuple[int, None, list[str], str], _: object) -> None:
+    """Remove *entry* from ``linecache``: its methods have been collected.
+
+    Runs from the garbage collector, possibly while ``_lock`` is held, so it
+    takes no lock.  It removes only its own entry; and no other entry can
+    take that file name while this one is in ``linecache``.
     """
-    template = _templates.get(len(names))
-    if template is None:
-        template = _templates[len(names)] = _Template(len(names))
-    if template.trusted and template.reads.isdisjoint(names):
-        codes = template.specialize(names)
-    else:
-        codes = _compile(methods_source(names, "metakit"))
-    return _functions_source(names), codes
+    filename = entry[3]
+    if linecache.cache.get(filename) is entry:
+        linecache.cache.pop(filename, None)
+
+
+class _Shape:
+    """What every class with one list of field names shares: source and code."""
+
+    __slots__ = ("_last", "codes", "lines", "source")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        bad = _unwritable(names)
+        if bad is not None:
+            raise _BadName(bad)
+        template = _templates.get(len(names))
+        if template is None:
+            template = _templates[len(names)] = _Template(len(names))
+        if template.trusted and template.reads.isdisjoint(names):
+            self.codes = template.specialize(names)
+        else:
+            self.codes = _compile(methods_source(names, "metakit"))
+        self.lines = _function_lines(names)  # without the header that names the class
+        self.source = "".join(self.lines)
+        self._last: tuple[tuple[str, str, str], dict[str, FunctionType]] | None = None
+
+    def functions(self, filename: str, module: str, qualname: str) -> dict[str, FunctionType]:
+        """The methods as functions of *module.qualname*, their source in *filename*.
+
+        A class made again after its twin was collected gets the twin's
+        functions, which refer to no class: only what compiling them
+        again would give, at the cost of two ``CodeType.replace``.
+        """
+        stamp = (filename, module, qualname)
+        if self._last is not None and self._last[0] == stamp:
+            return self._last[1]
+        functions = {}
+        for method, code in self.codes.items():
+            function = FunctionType(_named(code, filename, f"{qualname}.{method}"), _GLOBALS, method, _DEFAULTS[method])
+            function.__module__ = module
+            if not _HAS_COLUMNS:  # from 3.11 on, it comes from the code's co_qualname
+                function.__qualname__ = f"{qualname}.{method}"
+            functions[method] = function
+        self._last = (stamp, functions)
+        return functions
+
+
+# Class creation in a loop meets the same names again as soon as the previous
+# class has been collected.  The shapes hold no class.
+_shape = functools.lru_cache(maxsize=512)(_Shape)
 
 
 def _free_filename(label: str) -> str:
     filename = f"<metakit {label}>"
     suffix = 1
-    while filename in _by_filename or filename in linecache.cache:
+    while filename in linecache.cache or _alive(_by_filename.get(filename)):
         suffix += 1
         filename = f"<metakit {label}-{suffix}>"
     return filename
 
 
-def _register_source(methods: GeneratedMethods) -> None:
-    # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there
-    # is no file to compare it with.
-    entry = (len(methods.source), None, methods.source.splitlines(True), methods.filename)
-    linecache.cache[methods.filename] = entry
-    _by_filename[methods.filename] = methods
-    weakref.finalize(methods, _forget_source, methods.filename, entry)
-
-
-def _forget_source(filename: str, entry: object) -> None:
-    # Runs from the garbage collector, possibly while ``_lock`` is held: it
-    # must not take the lock.  It removes only its own entry.
-    if linecache.cache.get(filename) is entry:
-        linecache.cache.pop(filename, None)
+def _alive(ref: weakref.ref[GeneratedMethods] | None) -> bool:
+    return ref is not None and ref() is not None

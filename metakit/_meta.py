@@ -10,7 +10,7 @@ state would otherwise keep its own key alive.
 
 from __future__ import annotations
 
-import itertools
+import inspect
 import sys
 import threading
 import weakref
@@ -37,17 +37,24 @@ still see it.
 
 def included_names(cls: type) -> tuple[str, ...]:
     """The names of *cls*'s fields that the generated methods return, in order."""
-    return tuple(f.name for f in fields(cls) if not f.metadata.get(OMIT_KEY))
+    return tuple([f.name for f in fields(cls) if OMIT_KEY not in f.metadata or not f.metadata[OMIT_KEY]])
 
 
+# Every class ZeroCopyFields made, oldest first, held weakly.  Dead
+# references are dropped whenever the list has doubled: cheaper per class
+# than a WeakValueDictionary.
 _registry_lock = threading.Lock()
-_registry: weakref.WeakValueDictionary[int, type] = weakref.WeakValueDictionary()
-_serial = itertools.count()
+_registry: list[weakref.ref[type]] = []
+_pruned_at = 64
 
 
 def _register(cls: type) -> None:
+    global _pruned_at  # noqa: PLW0603  # this module's own state, under _registry_lock
     with _registry_lock:
-        _registry[next(_serial)] = cls
+        _registry.append(weakref.ref(cls))
+        if len(_registry) > _pruned_at:
+            _registry[:] = [ref for ref in _registry if ref() is not None]
+            _pruned_at = max(64, 2 * len(_registry))
 
 
 def zerocopy_classes() -> list[type]:
@@ -56,7 +63,8 @@ def zerocopy_classes() -> list[type]:
     They are held weakly: a class that is no longer used drops out.
     """
     with _registry_lock:
-        return list(_registry.values())
+        refs = list(_registry)
+    return [cls for cls in (ref() for ref in refs) if cls is not None]
 
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -97,23 +105,45 @@ class ZeroCopyFields(type):
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
+        # ``dataclasses`` sets attributes through here a dozen times per
+        # class, so this calls ``type`` directly rather than ``super()``.
+        # A metaclass that derives from this one and from another with a
+        # ``__setattr__`` of its own gets ``_setattr_via_super`` instead
+        # (see ``__init_subclass__``).
+        _set_attribute(cls, name, value)
         # ``dataclasses`` sets this once every field is known, before it
         # writes ``__init__``: the moment a class becomes a dataclass.
         if name == "__dataclass_fields__":
             _install(cls)
 
+    def __init_subclass__(mcls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        mro = inspect.getmro(mcls)
+        after = mro[mro.index(ZeroCopyFields) + 1 :]
+        if any("__setattr__" in base.__dict__ for base in after if base not in (type, object)):
+            mcls.__setattr__ = _setattr_via_super  # type: ignore[method-assign]
+
+
+def _setattr_via_super(cls: ZeroCopyFields, name: str, value: Any) -> None:
+    super(ZeroCopyFields, cls).__setattr__(name, value)
+    if name == "__dataclass_fields__":
+        _install(cls)
+
+
+_set_attribute: Final = type.__setattr__
+
 
 def _install(cls: type) -> None:
     methods = generate(cls.__module__, cls.__qualname__, included_names(cls))
-    setattr(cls, STATE, methods)
+    # metakit's own writes go straight to ``type``: nothing need watch them.
+    _set_attribute(cls, STATE, methods)
     for name, generated, dispatcher in (
         (ASDICT, methods.asdict, _DISPATCHERS[ASDICT]),
         (ASTUPLE, methods.astuple, _DISPATCHERS[ASTUPLE]),
     ):
         owner, current = _resolve(cls, name)
         if owner is None or _is_ours(current):
-            setattr(cls, name, generated)
+            _set_attribute(cls, name, generated)
         else:
             _guard_bases(cls, owner, name, dispatcher, methods.names)
 
@@ -139,7 +169,7 @@ def _guard_bases(cls: type, override: type, name: str, dispatcher: object, names
     """
     for base in cls.__mro__[cls.__mro__.index(override) + 1 :]:
         if is_generated(base.__dict__.get(name)) and base.__dict__[STATE].names != names:
-            setattr(base, name, dispatcher)
+            _set_attribute(base, name, dispatcher)
 
 
 def methods_of(cls: type) -> GeneratedMethods:

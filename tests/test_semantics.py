@@ -573,6 +573,30 @@ def test_metaclass_combined_with_abc_meta_on_the_zero_copy_base():
     assert_converts(Flash(object()))
 
 
+def test_metaclass_combined_with_one_that_watches_setattr_still_sees_every_attribute():
+    seen: list[str] = []
+
+    class Watching(type):
+        def __setattr__(cls, name: str, value: object) -> None:
+            seen.append(name)
+            super().__setattr__(name, value)
+
+    class WatchingZeroCopyFields(ZeroCopyFields, Watching):
+        pass
+
+    @dataclass
+    class Step(metaclass=WatchingZeroCopyFields):
+        a: object
+
+    assert {"__dataclass_fields__", "__init__", "__repr__", "__eq__"} <= set(seen)
+    assert_converts(Step(object()))
+
+
+def test_metaclass_combined_with_abc_meta_keeps_the_direct_setattr():
+    # ABCMeta has no __setattr__ of its own: nothing to cooperate with.
+    assert ABCZeroCopyFields.__setattr__ is ZeroCopyFields.__setattr__
+
+
 # --- annotations are never evaluated ----------------------------------------
 
 
