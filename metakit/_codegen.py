@@ -38,22 +38,24 @@ _HAS_COLUMNS: Final = sys.version_info >= (3, 11)
 """Whether code objects have column positions and qualified names (3.11+)."""
 
 _Position = tuple[int | None, int | None, int | None, int | None]
+_Changes = dict[str, Any]
+"""Keyword arguments to ``CodeType.replace``."""
 
 if sys.version_info >= (3, 11):
 
     def _positions(code: CodeType) -> list[_Position]:
         return list(code.co_positions())
 
-    def _named(code: CodeType, filename: str, qualname: str) -> CodeType:
-        return code.replace(co_filename=filename, co_qualname=qualname)
+    def _named(code: CodeType, filename: str, qualname: str, changes: _Changes) -> CodeType:
+        return code.replace(co_filename=filename, co_qualname=qualname, **changes)
 
 else:
 
     def _positions(code: CodeType) -> list[_Position]:
         return []
 
-    def _named(code: CodeType, filename: str, qualname: str) -> CodeType:
-        return code.replace(co_filename=filename)
+    def _named(code: CodeType, filename: str, qualname: str, changes: _Changes) -> CodeType:
+        return code.replace(co_filename=filename, **changes)
 
 
 # --- runtime support called by generated code ------------------------------
@@ -273,44 +275,52 @@ def _position_table(code: CodeType, columns: dict[int, tuple[int, list[int]]]) -
     return [bytes(piece) for piece in fixed], holes
 
 
-class _Table:
-    """A template's position table, refilled for the growth of each field's name.
+class _Runs(dict[int, bytes]):
+    """A field's run of a position table, by the byte length of the field's name.
 
-    The holes of one field sit together, on its lines, so the bytes from its
-    first hole to its last depend on that field's growth alone.  They are
-    made once per (field, growth) and then reused, which keeps refilling a
-    table down to a few lookups per field.
+    A run is the field's holes, each followed by the fixed bytes up to the
+    next hole (or the next field's first hole): made on first use of a
+    length, then looked up.
     """
 
-    def __init__(self, fixed: list[bytes], holes: list[_Hole]) -> None:
-        self.outer = [fixed[0]]
-        self.runs: list[tuple[int, list[bytes], list[tuple[int, int]]]] = []
-        for piece, (field, col, before) in zip(fixed[1:], holes, strict=True):
-            if not self.runs or self.runs[-1][0] != field:
-                self.runs.append((field, [], []))
-                self.outer.append(b"")
-            _, inner, run_holes = self.runs[-1]
-            if run_holes:
-                inner.append(self.outer[-1])
-            run_holes.append((col, before))
-            self.outer[-1] = piece
-        self.fields = [field for field, _, _ in self.runs]
-        self._runs_by_growth: dict[tuple[int, int], bytes] = {}
+    def __init__(self, holes: list[tuple[int, int]], pieces: list[bytes], placeholder: str) -> None:
+        super().__init__()
+        self.holes = holes  # (column + 1 in the template, occurrences of the name before it)
+        self.pieces = pieces
+        self.placeholder = len(placeholder)
 
-    def fill(self, growth: list[int]) -> bytes:
-        done = self._runs_by_growth
-        parts = [b""] * (2 * len(self.runs) + 1)
-        parts[::2] = self.outer
-        parts[1::2] = [done.get((i, growth[f])) or self._run(i, growth[f]) for i, f in enumerate(self.fields)]
-        return b"".join(parts)
-
-    def _run(self, index: int, growth: int) -> bytes:
-        _, inner, holes = self.runs[index]
-        parts = [_varint(col + before * growth) for col, before in holes]
-        for at, piece in enumerate(inner, start=1):
-            parts.insert(2 * at - 1, piece)
-        self._runs_by_growth[index, growth] = run = b"".join(parts)
+    def __missing__(self, length: int) -> bytes:
+        growth = length - self.placeholder
+        parts: list[bytes] = []
+        for (col, before), piece in zip(self.holes, self.pieces, strict=True):
+            parts += (_varint(col + before * growth), piece)
+        self[length] = run = b"".join(parts)
         return run
+
+
+class _Table:
+    """A template's position table, refilled for the lengths of the fields' names.
+
+    The holes of one field sit together, on its lines, so the bytes from its
+    first hole to the first hole of the next field depend on the length of
+    that field's name alone: refilling a table is a lookup per field, all of
+    it in C.
+    """
+
+    def __init__(self, fixed: list[bytes], holes: list[_Hole], placeholders: list[str]) -> None:
+        self.head = fixed[0]
+        self.fields: list[int] = []
+        self.runs: list[_Runs] = []
+        for piece, (field, col, before) in zip(fixed[1:], holes, strict=True):
+            if not self.fields or self.fields[-1] != field:
+                self.fields.append(field)
+                self.runs.append(_Runs([], [], placeholders[field]))
+            self.runs[-1].holes.append((col, before))
+            self.runs[-1].pieces.append(piece)
+
+    def fill(self, lengths: list[int]) -> bytes:
+        """The table for names of these byte *lengths*, field by field."""
+        return self.head + b"".join(map(dict.__getitem__, self.runs, map(lengths.__getitem__, self.fields)))
 
 
 # --- templates -------------------------------------------------------------
@@ -337,34 +347,45 @@ class _MethodTemplate:
         if list(code.co_names[:count]) != placeholders or set(code.co_names[count:]) & set(placeholders):
             raise _Unexpected(code.co_names)
         self.other_names = code.co_names[count:]
-        # Constants that hold placeholders (the keys of a dict display) hold
-        # a run of them, in order: (position, start, stop, whether a tuple).
+        # Constants that hold placeholders are the keys of a dict display:
+        # a tuple of them all, for a small display, or one constant per key.
+        # Either way they come in runs that follow the fields' order.
         self.consts = list(code.co_consts)
-        self.const_runs = []
+        self.key_tuples: list[tuple[int, int, int]] = []  # (position, first field, last field + 1)
+        self.key_runs: list[tuple[int, int, int]] = []  # (first position, first field, last field + 1)
         index = {name: i for i, name in enumerate(placeholders)}
         for position, const in enumerate(code.co_consts):
-            run = [const] if isinstance(const, str) else list(const) if isinstance(const, tuple) else []
-            found = [index.get(c) if isinstance(c, str) else None for c in run]
-            if not run or all(i is None for i in found):
-                continue
-            start = found[0]
-            if start is None or found != list(range(start, start + len(run))):
+            if isinstance(const, tuple) and const and all(isinstance(c, str) and c in index for c in const):
+                start = index[const[0]]
+                if list(const) != placeholders[start : start + len(const)]:
+                    raise _Unexpected(const)
+                self.key_tuples.append((position, start, start + len(const)))
+            elif isinstance(const, str) and const in index:
+                at = index[const]
+                last = self.key_runs[-1] if self.key_runs else None
+                if last is not None and last[0] + last[2] - last[1] == position and last[2] == at:
+                    self.key_runs[-1] = (last[0], last[1], at + 1)
+                else:
+                    self.key_runs.append((position, at, at + 1))
+            elif isinstance(const, tuple) and any(c in index for c in const if isinstance(c, str)):
                 raise _Unexpected(const)
-            self.const_runs.append((position, start, start + len(run), isinstance(const, tuple)))
         if _HAS_COLUMNS:
-            self.table = _Table(*_position_table(code, columns))
+            self.table = _Table(*_position_table(code, columns), placeholders)
 
-    def specialize(self, names: Sequence[str], growth: list[int]) -> CodeType:
+    def changes(self, names: tuple[str, ...], lengths: list[int]) -> _Changes:
+        """What ``CodeType.replace`` must change to make the code for *names*, of byte *lengths*."""
         consts = self.consts.copy()
-        for position, start, stop, is_tuple in self.const_runs:
-            consts[position] = tuple(names[start:stop]) if is_tuple else names[start]
+        for position, start, stop in self.key_tuples:
+            consts[position] = names[start:stop]
+        for position, start, stop in self.key_runs:
+            consts[position : position + stop - start] = names[start:stop]
         if _HAS_COLUMNS:
-            return self.code.replace(
-                co_names=(*names, *self.other_names),
-                co_consts=tuple(consts),
-                co_linetable=self.table.fill(growth),
-            )
-        return self.code.replace(co_names=(*names, *self.other_names), co_consts=tuple(consts))
+            return {
+                "co_names": names + self.other_names,
+                "co_consts": tuple(consts),
+                "co_linetable": self.table.fill(lengths),
+            }
+        return {"co_names": names + self.other_names, "co_consts": tuple(consts)}
 
 
 class _Template:
@@ -386,18 +407,22 @@ class _Template:
         # compiled for real, to keep the code exactly what ``compile`` makes.
         self.reads = frozenset(name for method in self.methods for name in method.other_names)
 
-    def specialize(self, names: Sequence[str]) -> dict[str, CodeType]:
-        """The template's code, rewritten for *names*: what ``compile`` gives for them."""
+    def changes(self, names: tuple[str, ...]) -> dict[str, tuple[CodeType, _Changes]]:
+        """Each method's template code, and how to rewrite it for *names*."""
         # Columns count bytes; before 3.11 there are none.
-        growth = (
-            [len(n.encode()) - len(p) for n, p in zip(names, self.placeholders, strict=True)] if _HAS_COLUMNS else []
-        )
-        return {m.code.co_name: m.specialize(names, growth) for m in self.methods}
+        lengths = []
+        if _HAS_COLUMNS:
+            lengths = list(map(len, names if "".join(names).isascii() else map(str.encode, names)))
+        return {m.code.co_name: (m.code, m.changes(names, lengths)) for m in self.methods}
+
+    def specialize(self, names: tuple[str, ...]) -> dict[str, CodeType]:
+        """The template's code, rewritten for *names*: what ``compile`` gives for them."""
+        return {name: code.replace(**changes) for name, (code, changes) in self.changes(names).items()}
 
     def _agrees_with_compile(self) -> bool:
         # Names of many lengths, some past 63 bytes (two-byte columns), some
         # not ASCII (columns count bytes, not characters).
-        sample = [f"s{i}_" + "é" * (i % 3) + "w" * (i * 37 % 90) for i in range(len(self.placeholders))]
+        sample = tuple(f"s{i}_" + "é" * (i % 3) + "w" * (i * 37 % 90) for i in range(len(self.placeholders)))
         ours = self.specialize(sample)
         theirs = _compile(methods_source(sample, "Check"))
         return all(same_code(ours[m], theirs[m]) for m in (ASDICT, ASTUPLE))
@@ -465,6 +490,8 @@ _Key = tuple[str, str, tuple[str, ...]]
 _by_key: dict[_Key, weakref.ref[GeneratedMethods]] = {}
 _by_filename: dict[str, weakref.ref[GeneratedMethods]] = {}
 _pruned_at = 64
+# The last suffix that each class name's file name took (see ``_free_filename``).
+_suffixes: dict[str, int] = {}
 
 
 def generate(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMethods:
@@ -488,6 +515,7 @@ def _prune() -> None:
         del _by_key[key]
     for filename in [filename for filename, ref in _by_filename.items() if ref() is None]:
         del _by_filename[filename]
+    _suffixes.clear()  # searching from the start again now and then costs O(1) a class
     _pruned_at = max(64, 2 * len(_by_key))
 
 
@@ -537,10 +565,13 @@ class _Shape:
         template = _templates.get(len(names))
         if template is None:
             template = _templates[len(names)] = _Template(len(names))
+        # Each method's code, and what a class must still change in it:
+        # its file name and qualified name, and for a template, the rest.
+        self.codes: dict[str, tuple[CodeType, _Changes]]
         if template.trusted and template.reads.isdisjoint(names):
-            self.codes = template.specialize(names)
+            self.codes = template.changes(names)
         else:
-            self.codes = _compile(methods_source(names, "metakit"))
+            self.codes = {name: (code, {}) for name, code in _compile(methods_source(names, "metakit")).items()}
         self.lines = _function_lines(names)  # without the header that names the class
         self.source = "".join(self.lines)
         self._last: tuple[tuple[str, str, str], dict[str, FunctionType]] | None = None
@@ -550,14 +581,15 @@ class _Shape:
 
         A class made again after its twin was collected gets the twin's
         functions, which refer to no class: only what compiling them
-        again would give, at the cost of two ``CodeType.replace``.
+        again would give, at the cost of a ``CodeType.replace`` each.
         """
         stamp = (filename, module, qualname)
         if self._last is not None and self._last[0] == stamp:
             return self._last[1]
         functions = {}
-        for method, code in self.codes.items():
-            function = FunctionType(_named(code, filename, f"{qualname}.{method}"), _GLOBALS, method, _DEFAULTS[method])
+        for method, (template, changes) in self.codes.items():
+            code = _named(template, filename, f"{qualname}.{method}", changes)
+            function = FunctionType(code, _GLOBALS, method, _DEFAULTS[method])
             function.__module__ = module
             if not _HAS_COLUMNS:  # from 3.11 on, it comes from the code's co_qualname
                 function.__qualname__ = f"{qualname}.{method}"
@@ -572,13 +604,22 @@ _shape = functools.lru_cache(maxsize=512)(_Shape)
 
 
 def _free_filename(label: str) -> str:
+    """A file name for *label* that no live methods and no ``linecache`` entry hold."""
     filename = f"<metakit {label}>"
-    suffix = 1
-    while filename in linecache.cache or _alive(_by_filename.get(filename)):
+    if not _taken(filename):
+        return filename
+    # Live classes of one name with different fields (a factory's classes)
+    # take suffixes in turn; each new one looks on from the last, so that
+    # it costs O(1), not O(number alive).
+    suffix = _suffixes.get(label, 1)
+    while True:
         suffix += 1
         filename = f"<metakit {label}-{suffix}>"
-    return filename
+        if not _taken(filename):
+            _suffixes[label] = suffix
+            return filename
 
 
-def _alive(ref: weakref.ref[GeneratedMethods] | None) -> bool:
-    return ref is not None and ref() is not None
+def _taken(filename: str) -> bool:
+    ref = _by_filename.get(filename)
+    return filename in linecache.cache or (ref is not None and ref() is not None)

@@ -113,7 +113,7 @@ def assert_installed_code_is_its_compiled_source(cls: type) -> None:
     compiled = _compile(metakit.generated_source(cls))
     for name in ("asdict_zerocopy", "astuple_zerocopy"):
         installed = getattr(cls, name).__code__
-        assert same_code(_named(installed, "<metakit>", name), compiled[name]), name
+        assert same_code(_named(installed, "<metakit>", name, {}), compiled[name]), name
 
 
 def test_installed_code_is_its_compiled_source():
@@ -316,9 +316,9 @@ SAMPLE_NAMES = [
 ]
 
 
-def names_for(count: int, shift: int) -> list[str]:
+def names_for(count: int, shift: int) -> tuple[str, ...]:
     """*count* distinct names drawn from SAMPLE_NAMES, in a varied order."""
-    return [f"{SAMPLE_NAMES[(i * 7 + shift) % len(SAMPLE_NAMES)]}{i}" for i in range(count)]
+    return tuple(f"{SAMPLE_NAMES[(i * 7 + shift) % len(SAMPLE_NAMES)]}{i}" for i in range(count))
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 15, 50])
@@ -334,7 +334,7 @@ def test_template_specialisation_equals_a_real_compile(count):
 
 
 def test_template_specialisation_with_placeholder_names_in_another_order():
-    names = ["_2", "_0", "_1"]
+    names = ("_2", "_0", "_1")
     ours, theirs = _Template(3).specialize(names), _compile(methods_source(names, "C"))
     assert all(same_code(ours[m], theirs[m]) for m in theirs)
 
