@@ -490,7 +490,8 @@ _Key = tuple[str, str, tuple[str, ...]]
 _by_key: dict[_Key, weakref.ref[GeneratedMethods]] = {}
 _by_filename: dict[str, weakref.ref[GeneratedMethods]] = {}
 _pruned_at = 64
-# The last suffix that each class name's file name took (see ``_free_filename``).
+# The last suffix that each class name's file name took (see ``_free_filename``),
+# for the names of live classes.
 _suffixes: dict[str, int] = {}
 
 
@@ -509,13 +510,18 @@ def generate(module: str, qualname: str, names: tuple[str, ...]) -> GeneratedMet
 
 
 def _prune() -> None:
-    """Drop dead references: each time the dicts have doubled, so it costs O(1) a class."""
+    """Drop dead references, and the suffixes of class names no class has any more.
+
+    It runs each time the dicts have doubled, so it costs O(1) a class.
+    """
     global _pruned_at  # noqa: PLW0603  # this module's own state, under _lock
     for key in [key for key, ref in _by_key.items() if ref() is None]:
         del _by_key[key]
     for filename in [filename for filename, ref in _by_filename.items() if ref() is None]:
         del _by_filename[filename]
-    _suffixes.clear()  # searching from the start again now and then costs O(1) a class
+    live = {f"{module}.{qualname}" for module, qualname, _ in _by_key}
+    for label in [label for label in _suffixes if label not in live]:
+        del _suffixes[label]
     _pruned_at = max(64, 2 * len(_by_key))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import metakit
-from metakit import OMIT, ZeroCopy
+from metakit import OMIT, ZeroCopy, _codegen
 
 NAMES = [f"Meta{i}" for i in range(20)]
 FIELD_LISTS = [
@@ -125,19 +125,22 @@ def test_live_classes_of_one_name_with_different_fields_each_get_a_file_of_their
     # from the last suffix taken, not from the start: regression test for a
     # search that cost O(number alive) per class.
     classes = [make_dataclass("Made", [f"f{i}"], bases=(ZeroCopy,)) for i in range(300)]
-    label = f"<metakit {classes[0].__module__}.Made"
+    owner = f"{classes[0].__module__}.Made"
     filenames = [cls.asdict_zerocopy.__code__.co_filename for cls in classes]
-    assert filenames == [f"{label}>", *[f"{label}-{i}>" for i in range(2, 301)]]
+    assert filenames == [f"<metakit {owner}>", *[f"<metakit {owner}-{i}>" for i in range(2, 301)]]
     for cls, filename in zip(classes, filenames, strict=True):
         assert "".join(linecache.getlines(filename)) == metakit.generated_source(cls)
     del classes[1], cls
     gc.collect()
     assert filenames[1] not in linecache.cache
     later = make_dataclass("Made", ["g"], bases=(ZeroCopy,))
-    assert later.asdict_zerocopy.__code__.co_filename == f"{label}-301>"
+    assert later.asdict_zerocopy.__code__.co_filename == f"<metakit {owner}-301>"
     del classes, later
     gc.collect()
-    assert not any(filename in linecache.cache for filename in [*filenames, f"{label}-301>"])
+    assert not any(filename in linecache.cache for filename in [*filenames, f"<metakit {owner}-301>"])
+    with _codegen._lock:
+        _codegen._prune()
+    assert owner not in _codegen._suffixes  # forgotten with its classes
 
 
 def test_a_class_whose_traceback_was_formatted_is_still_collected():
