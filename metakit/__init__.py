@@ -20,6 +20,7 @@ True
 This package imports neither torch nor mypy.
 """
 
+from metakit import testing
 from metakit._functions import asdict_zerocopy, astuple_zerocopy, generated_source
 from metakit._meta import OMIT, ZeroCopy, ZeroCopyFields, zerocopy_classes
 
@@ -30,6 +31,7 @@ __all__ = [
     "asdict_zerocopy",
     "astuple_zerocopy",
     "generated_source",
+    "testing",
     "zerocopy_classes",
 ]
 

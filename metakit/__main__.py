@@ -19,7 +19,7 @@ _COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the process's exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
+    if not args or args[0] not in _COMMANDS:
         width = max(map(len, _COMMANDS))
         lines = [f"  {name:<{width}}  {text}" for name, text in _COMMANDS.items()]
         print("usage: python -m metakit {bench,show,stubgen} ...\n\ncommands:\n" + "\n".join(lines))

@@ -20,7 +20,7 @@ alternate the two ways so that a slow moment of the machine hits both.
       "completed": true,
       "quick": bool,
       "seconds": float,
-      "versions": {"metakit": str, "python": str, "torch": str},
+      "versions": {...},     # as in `python -m metakit bench --json`
       "setup": {"backend": "gloo", "world_size": 2, "rounds": int},
       "rows": [{"record": str, "class": str, "tensor_bytes": int, "iterations": int,
                 "broadcast_metadata_ms": float, "broadcast_object_list_ms": float,
@@ -34,24 +34,23 @@ arrive equal, or a rank that fails or hangs.
 from __future__ import annotations
 
 import datetime
-import json
 import multiprocessing
-import platform
 import queue
 import statistics
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Final
 
 import torch
 import torch.distributed as dist
 
 import metakit
-from metakit._meta import OMIT_KEY
-from metakit.distributed import broadcast_metadata
+from metakit._meta import included_names
+from metakit.bench import _versions, _write_json
+from metakit.distributed import _broadcast_header, broadcast_metadata
 from metakit.examples.engine import (
     AttentionMetadata,
     make_flash_attention_metadata,
@@ -119,17 +118,11 @@ def main(quick: bool, json_path: str | None) -> int:
             "completed": True,
             "quick": quick,
             "seconds": seconds,
-            "versions": {
-                "metakit": metakit.__version__,
-                "python": platform.python_version(),
-                "torch": torch.__version__,
-            },
+            "versions": _versions(),
             "setup": {"backend": "gloo", "world_size": _WORLD, "rounds": rounds},
             "rows": rows,
         }
-        with open(json_path, "w", encoding="utf-8") as file:
-            json.dump(report, file, indent=2)
-            file.write("\n")
+        _write_json(json_path, report)
         print(f"wrote {json_path}")
     return 0
 
@@ -207,9 +200,7 @@ def _by_metakit(rank: int, meta: AttentionMetadata) -> AttentionMetadata:
 
 
 def _by_object_list(rank: int, meta: AttentionMetadata) -> AttentionMetadata:
-    box: list[Any] = [meta if rank == 0 else None]
-    dist.broadcast_object_list(box)
-    received: AttentionMetadata = box[0]
+    received: AttentionMetadata = _broadcast_header(meta if rank == 0 else None, 0, None)
     return received
 
 
@@ -249,9 +240,8 @@ def _measure(rank: int, record: _Record, rounds: int) -> dict[str, Any]:
 def _check_equal(got: AttentionMetadata, want: AttentionMetadata, way: str) -> None:
     if type(got) is not type(want):
         raise AssertionError(f"{way}: a {type(got).__qualname__} arrived instead of a {type(want).__qualname__}")
-    for f in fields(want):
-        mine, theirs = getattr(got, f.name), getattr(want, f.name)
-        if f.metadata.get(OMIT_KEY):
-            continue  # the kernel wrappers: broadcast_metadata leaves them out, pickle copies them
+    # Not the OMIT fields, the kernel wrappers: broadcast_metadata leaves them out, pickle copies them.
+    sent = zip(included_names(type(want)), metakit.astuple_zerocopy(got), metakit.astuple_zerocopy(want), strict=True)
+    for name, mine, theirs in sent:
         if not (torch.equal(mine, theirs) if isinstance(theirs, torch.Tensor) else mine == theirs):
-            raise AssertionError(f"{way}: field {f.name!r} of {type(want).__qualname__} arrived different")
+            raise AssertionError(f"{way}: field {name!r} of {type(want).__qualname__} arrived different")

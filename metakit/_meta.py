@@ -37,7 +37,7 @@ still see it.
 
 def included_names(cls: type) -> tuple[str, ...]:
     """The names of *cls*'s fields that the generated methods return, in order."""
-    return tuple([f.name for f in fields(cls) if OMIT_KEY not in f.metadata or not f.metadata[OMIT_KEY]])
+    return tuple([f.name for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
 
 
 # Every class ZeroCopyFields made, oldest first, held weakly.  Dead
@@ -134,32 +134,36 @@ _set_attribute: Final = type.__setattr__
 
 
 def _install(cls: type) -> None:
+    if STATE in cls.__dict__:
+        # Installed before for other fields: ``__new__`` served the fields a
+        # subclass inherits, then its decorator added its own.  Let the old
+        # methods go first, so that the new ones can take their file name.
+        type.__delattr__(cls, STATE)
     methods = generate(cls.__module__, cls.__qualname__, included_names(cls))
     # metakit's own writes go straight to ``type``: nothing need watch them.
     _set_attribute(cls, STATE, methods)
-    for name, generated, dispatcher in (
-        (ASDICT, methods.asdict, _DISPATCHERS[ASDICT]),
-        (ASTUPLE, methods.astuple, _DISPATCHERS[ASTUPLE]),
-    ):
-        owner, current = _resolve(cls, name)
-        if owner is None or _is_ours(current):
+    for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple)):
+        owner, current = resolve(cls, name)
+        if owner is None or is_ours(current):
             _set_attribute(cls, name, generated)
         else:
-            _guard_bases(cls, owner, name, dispatcher, methods.names)
+            _guard_bases(cls, owner, name, methods.names)
 
 
-def _resolve(cls: type, name: str) -> tuple[type | None, object]:
+def resolve(cls: type, name: str) -> tuple[type | None, object]:
+    """The class in *cls*'s MRO whose namespace holds *name*, and the value there."""
     for base in cls.__mro__:
         if name in base.__dict__:
             return base, base.__dict__[name]
     return None, None
 
 
-def _is_ours(value: object) -> bool:
+def is_ours(value: object) -> bool:
+    """Whether *value* is a method metakit wrote: generated, or ``ZeroCopy``'s dispatcher."""
     return is_generated(value) or value is _DISPATCHERS[ASDICT] or value is _DISPATCHERS[ASTUPLE]
 
 
-def _guard_bases(cls: type, override: type, name: str, dispatcher: object, names: tuple[str, ...]) -> None:
+def _guard_bases(cls: type, override: type, name: str, names: tuple[str, ...]) -> None:
     """Make generated methods above a user's *override* serve *cls*'s fields.
 
     A user's method may call ``super().asdict_zerocopy()``.  The generated
@@ -169,7 +173,7 @@ def _guard_bases(cls: type, override: type, name: str, dispatcher: object, names
     """
     for base in cls.__mro__[cls.__mro__.index(override) + 1 :]:
         if is_generated(base.__dict__.get(name)) and base.__dict__[STATE].names != names:
-            _set_attribute(base, name, dispatcher)
+            _set_attribute(base, name, _DISPATCHERS[name])
 
 
 def methods_of(cls: type) -> GeneratedMethods:
@@ -242,6 +246,14 @@ def instance_methods(obj: object, caller: str) -> GeneratedMethods:
     """
     methods = getattr(type(obj), STATE, None)
     if isinstance(methods, GeneratedMethods):
+        return methods
+    return plain_instance_methods(obj, caller)
+
+
+def plain_instance_methods(obj: object, caller: str) -> GeneratedMethods:
+    """``instance_methods`` for an *obj* whose class ``ZeroCopyFields`` did not make."""
+    methods = _plain.get(weakref.ref(type(obj)))
+    if methods is not None:
         return methods
     if isinstance(obj, type):
         raise TypeError(f"{caller}() takes a dataclass instance, but got the class {obj.__qualname__} itself")

@@ -58,7 +58,7 @@ from typing import Any, Final, TypeVar, cast
 import torch
 import torch.distributed as dist
 
-from metakit._meta import OMIT_KEY, ZeroCopyFields, included_names, instance_methods, zerocopy_classes
+from metakit._meta import ZeroCopyFields, instance_methods, methods_of, zerocopy_classes
 
 __all__ = ["BroadcastError", "broadcast_metadata"]
 
@@ -189,7 +189,7 @@ def _pack(obj: object, device: torch.device) -> tuple[tuple[Any, ...], list[torc
             f"broadcast_metadata() sends records of classes made by ZeroCopyFields, and {cls.__qualname__} "
             "is not one, so no other rank could look it up: inherit metakit.ZeroCopy"
         )
-    _check_rebuildable(cls)
+    _check_rebuildable(cls, methods.names)
     values = methods.astuple(obj)
     labels = {
         id(value): f"field {name!r}"
@@ -209,11 +209,14 @@ def _pack(obj: object, device: torch.device) -> tuple[tuple[Any, ...], list[torc
 _rebuildable: weakref.WeakSet[type] = weakref.WeakSet()
 
 
-def _check_rebuildable(cls: type) -> None:
-    """Raise ``TypeError`` unless ``cls(**fields that travel)`` can work on a receiver."""
+def _check_rebuildable(cls: type, names: tuple[str, ...]) -> None:
+    """Raise ``TypeError`` unless ``cls(**fields that travel)`` can work on a receiver.
+
+    *names* are the fields that travel: those the generated methods return.
+    """
     if cls in _rebuildable:
         return
-    sent = {f.name for f in fields(cls) if f.init and not f.metadata.get(OMIT_KEY)}
+    sent = set(names).intersection(f.name for f in fields(cls) if f.init)
     parameters = inspect.signature(cls).parameters.values()
     missing = [
         p.name
@@ -368,10 +371,10 @@ def _receive(device: torch.device, src: int, group: dist.ProcessGroup | None) ->
 def _rebuild(body: tuple[Any, ...], buffers: list[torch.Tensor]) -> object:
     module, qualname, names, specs, blob = body
     cls = _resolve(module, qualname)
-    if included_names(cls) != names:
+    here = methods_of(cls).names
+    if here != names:
         raise BroadcastError(
-            f"{qualname} has the fields {included_names(cls)} here, but the source sent {names}: "
-            "do all ranks run the same code?"
+            f"{qualname} has the fields {here} here, but the source sent {names}: do all ranks run the same code?"
         )
     tensors = []
     for spec in specs:

@@ -37,8 +37,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from metakit._codegen import ASDICT, ASTUPLE, is_generated
-from metakit._meta import ZeroCopy, ZeroCopyFields, included_names
+from metakit._codegen import ASDICT, ASTUPLE
+from metakit._meta import ZeroCopyFields, included_names, is_ours, resolve
 
 __all__ = ["main", "module_stub"]
 
@@ -695,8 +695,5 @@ def _is_zerocopy_dataclass(cls: type) -> bool:
 
 def _generated(cls: type, name: str) -> bool:
     """Whether *cls*'s method *name* is metakit's, not one a user wrote."""
-    for klass in cls.__mro__:
-        if name in vars(klass):
-            value = vars(klass)[name]
-            return is_generated(value) or value is vars(ZeroCopy).get(name)
-    return False
+    owner, value = resolve(cls, name)
+    return owner is not None and is_ours(value)

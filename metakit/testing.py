@@ -17,7 +17,7 @@ from typing import Any
 
 from metakit._codegen import ASDICT, ASTUPLE
 from metakit._functions import asdict_zerocopy, astuple_zerocopy
-from metakit._meta import OMIT_KEY, ZeroCopyFields
+from metakit._meta import OMIT_KEY, ZeroCopyFields, instance_methods
 
 __all__ = ["assert_zerocopy"]
 
@@ -37,12 +37,8 @@ def assert_zerocopy(obj: object) -> None:
     Raises ``AssertionError`` naming the class and the difference.  Raises
     ``TypeError`` when *obj* is not a dataclass instance.
     """
-    if isinstance(obj, type):
-        raise TypeError(f"assert_zerocopy() takes a dataclass instance, but got the class {obj.__qualname__} itself")
-    if not is_dataclass(obj):
-        raise TypeError(
-            f"assert_zerocopy() takes a dataclass instance, but {type(obj).__qualname__} is not a dataclass"
-        )
+    instance_methods(obj, "assert_zerocopy")  # TypeError unless a dataclass instance
+    assert is_dataclass(obj)
     cls: type = type(obj)
     every = [f.name for f in fields(obj)]
     omitted = {f.name for f in fields(obj) if f.metadata.get(OMIT_KEY)}

@@ -259,6 +259,24 @@ def test_same_qualified_name_with_other_fields_gets_its_own_filename():
     assert "'c': self.c," not in metakit.generated_source(first)
 
 
+def test_subclass_of_a_plain_dataclass_keeps_its_own_filename():
+    # Regression: ``__new__`` served the inherited fields, the decorator then
+    # made the class's own methods while the first were alive, and they took
+    # the file name "-2".
+    @dataclass
+    class Plain:
+        a: int
+
+    @dataclass
+    class Both(Plain, ZeroCopy):
+        b: int
+
+    filename = Both.asdict_zerocopy.__code__.co_filename
+    assert filename == f"<metakit {__name__}.{Both.__qualname__}>"
+    assert "".join(linecache.getlines(filename)) == metakit.generated_source(Both)
+    assert not [name for name in linecache.cache if name.startswith(filename[:-1] + "-")]
+
+
 # --- names that cannot be written into source -----------------------------------
 
 

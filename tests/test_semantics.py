@@ -1123,3 +1123,9 @@ def test_import_metakit_imports_neither_torch_nor_mypy():
     code = "import sys, metakit; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mypy')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_metakit_testing_is_reachable_after_import_metakit():
+    code = "import metakit; print(metakit.testing.assert_zerocopy.__name__)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "assert_zerocopy"
