@@ -204,8 +204,7 @@ def _declare_methods(ctx: ClassDefContext) -> None:
     info = ctx.cls.info
     api = ctx.api
     for name in (ASDICT, ASTUPLE):
-        owner = next((base for base in info.mro if name in base.names), None)
-        if owner is not None:  # a user's method, ZeroCopy's, or ours from an earlier pass
+        if info.get(name) is not None:  # a user's method, ZeroCopy's, or ours from an earlier pass
             continue
         any_type = AnyType(TypeOfAny.special_form)
         if name == ASDICT:
@@ -378,7 +377,7 @@ def _instance(typ: Type) -> Instance | None:
 
 def _generated(info: TypeInfo, method: str) -> bool:
     """Whether *method*, looked up on *info*, is metakit's rather than a user's."""
-    owner = next((base for base in info.mro if method in base.names), None)
+    owner = info.get_containing_type_info(method)
     if owner is None:
         return False
     return owner.fullname == _BASE or (owner.names[method].plugin_generated and METADATA_KEY in owner.metadata)

@@ -142,7 +142,7 @@ class _StubWriter:
         overloaded: set[str] = set()
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if any(ast.unparse(d).split(".")[-1] == "overload" for d in node.decorator_list):
+                if any(_last_name(d) == "overload" for d in node.decorator_list):
                     overloaded.add(node.name)
                 elif node.name in overloaded:
                     continue  # an overloaded function's implementation has no place in a stub
@@ -172,7 +172,7 @@ class _StubWriter:
         return [indent + ast.unparse(node)]
 
     def _if(self, node: ast.If, indent: str, prefix: str, scope: str) -> list[str]:
-        if ast.unparse(node.test).split(".")[-1] == "TYPE_CHECKING":
+        if _last_name(node.test) == "TYPE_CHECKING":
             return self._body(node.body, indent, prefix, scope)
         lines = [f"{indent}if {ast.unparse(node.test)}:"]
         lines += self._body(node.body, indent + _INDENT, prefix, scope) or [indent + _INDENT + "..."]
@@ -527,7 +527,7 @@ def _annotated(node: ast.AnnAssign, *, in_class: bool) -> str:
     if node.value is None:
         return text
     value = node.value
-    if in_class and isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] == "field":
+    if in_class and isinstance(value, ast.Call) and _last_name(value.func) == "field":
         return text + _field_value(value)
     return f"{text} = {_default(value)}"
 
@@ -560,7 +560,7 @@ def _assignment(node: ast.Assign, scope: str) -> list[str]:
     name, value = node.targets[0].id, node.value
     if name in _KEPT_DUNDERS:
         return [ast.unparse(node)]
-    if isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] in _TYPE_FACTORIES:
+    if isinstance(value, ast.Call) and _last_name(value.func) in _TYPE_FACTORIES:
         return [ast.unparse(node)]  # a type variable or a new type
     if isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)) or (
         isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr)
@@ -624,6 +624,11 @@ def _declaring_class(cls: type, name: str) -> type | None:
         if dataclasses.is_dataclass(klass) and name in vars(klass).get("__annotations__", {}):
             return klass
     return None
+
+
+def _last_name(expr: ast.expr) -> str:
+    """The last part of the dotted name *expr*: ``field`` for ``dataclasses.field``."""
+    return ast.unparse(expr).split(".")[-1]
 
 
 def _runtime_bases(cls: type) -> list[type | None]:

@@ -217,8 +217,8 @@ def dmypy(directory: Path) -> Iterator[Callable[[list[Path]], str]]:
 def case_modules(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.syspath_prepend(str(CASES))
     yield
-    for name in ("good_usage", "engine_models", "engine_base"):
-        sys.modules.pop(name, None)
+    for case in CASE_FILES:
+        sys.modules.pop(case.stem, None)
 
 
 def test_expected_typed_dicts_are_what_runs(case_modules: None) -> None:
