@@ -334,27 +334,29 @@ def _asdict_result(
 ) -> Type:
     if skip is not None:
         _check_not_str(api, *skip)
-    if receivers is None:
-        return default
-    results: list[Type] = []
-    for receiver in receivers:
-        result = _typed_dict(api, receiver, skip)
-        if result is None:
-            return default
-        results.append(result)
-    return UnionType.make_union(results)
+    return _union(receivers, lambda receiver: _typed_dict(api, receiver, skip), default)
 
 
 def _astuple_result(api: CheckerPluginInterface, receivers: list[Instance] | None, default: Type) -> Type:
+    fallback = api.named_generic_type("builtins.tuple", [AnyType(TypeOfAny.special_form)])
+
+    def exact(receiver: Instance) -> Type | None:
+        fields = _fields(receiver)
+        return None if fields is None else TupleType(list(fields[0].values()), fallback)
+
+    return _union(receivers, exact, default)
+
+
+def _union(receivers: list[Instance] | None, result: Callable[[Instance], Type | None], default: Type) -> Type:
+    """The union of *result* for each receiver; *default* when one of them, or the receivers, are unknown."""
     if receivers is None:
         return default
-    fallback = api.named_generic_type("builtins.tuple", [AnyType(TypeOfAny.special_form)])
     results: list[Type] = []
     for receiver in receivers:
-        fields = _fields(receiver)
-        if fields is None:
+        typ = result(receiver)
+        if typ is None:
             return default
-        results.append(TupleType(list(fields[0].values()), fallback))
+        results.append(typ)
     return UnionType.make_union(results)
 
 
