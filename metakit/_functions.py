@@ -42,3 +42,8 @@ def generated_source(cls: type) -> str:
     It is also what ``inspect.getsource`` and tracebacks show for them.
     """
     return methods_of(cls).source
+
+
+__all__ = ["asdict_zerocopy", "astuple_zerocopy", "generated_source", "instance_methods", "is_generated", "methods_of"]
+from metakit._codegen import is_generated  # noqa: E402
+from metakit._meta import instance_methods  # noqa: E402

@@ -23,21 +23,7 @@ from metakit._codegen import ASDICT, ASTUPLE, GeneratedMethods, generate, is_gen
 
 STATE: Final = "__metakit__"
 
-OMIT_KEY: Final = "metakit.omit"
-
-OMIT: Final[Mapping[str, Any]] = MappingProxyType({OMIT_KEY: True})
-"""Field metadata that keeps a field out of ``asdict_zerocopy`` and ``astuple_zerocopy``.
-
-Pass it as ``field(metadata=OMIT)``, or merged with other metadata as
-``field(metadata={**OMIT, "doc": ...})``.  The field stays a dataclass field
-in every other way: ``__init__``, ``repr``, ``eq`` and ``dataclasses.fields``
-still see it.
-"""
-
-
-def included_names(cls: type) -> tuple[str, ...]:
-    """The names of *cls*'s fields that the generated methods return, in order."""
-    return tuple([f.name for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
+from metakit._fields import OMIT, OMIT_KEY, included_names  # noqa: F401  # moving to their users
 
 
 # Every class ZeroCopyFields made, oldest first, held weakly.  Dead
