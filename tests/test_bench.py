@@ -7,6 +7,7 @@ reads its output.
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import subprocess
 import sys
@@ -18,9 +19,10 @@ from typing import Any
 import pytest
 
 from metakit import bench
+from metakit.bench import calls, report
 
-HAS_TORCH = bench._installed("torch") is not None
-HAS_MATPLOTLIB = bench._installed("matplotlib") is not None
+HAS_TORCH = report.installed("torch") is not None
+HAS_MATPLOTLIB = report.installed("matplotlib") is not None
 
 CALL_KEYS = [
     "dataclasses_asdict",
@@ -110,7 +112,7 @@ def test_call_table_has_every_contender_with_its_ratio_to_metakit(run: Run) -> N
     for row in calls:
         assert set(row) == {"key", "label", "ns", "ratio", "note"}
         peer = row["key"].split("_")[0]
-        installed = peer not in ("attrs", "msgspec") or bench._installed(peer) is not None
+        installed = peer not in ("attrs", "msgspec") or report.installed(peer) is not None
         if installed:
             assert row["ns"] > 0
             assert row["ratio"] == pytest.approx(row["ns"] / method_ns)
@@ -178,22 +180,26 @@ def test_a_contender_with_a_wrong_result_makes_the_benchmark_fail(
 ) -> None:
     # Regression guard for the exit status: it reflects a broken benchmark,
     # found before anything is timed.
-    wrong = bench._Contender("wrong", "a contender that copies", "dict(comprehension(meta), seq_lens=[])")
-    monkeypatch.setattr(bench, "_CONTENDERS", (*bench._CONTENDERS, wrong))
+    wrong = calls.Contender("wrong", "a contender that copies", "dict(comprehension(meta), seq_lens=[])")
+    monkeypatch.setattr(calls, "CONTENDERS", (*calls.CONTENDERS, wrong))
     assert bench.main(["--quick"]) == 1
     assert "the benchmark is broken: a contender that copies did not return the record's own objects" in (
         capsys.readouterr().err
     )
 
 
-def test_distributed_delegates_to_distbench(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_distributed_delegates_to_the_broadcast_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[bool, str | None]] = []
 
     def main(quick: bool, json_path: str | None) -> int:
         calls.append((quick, json_path))
         return 7
 
-    monkeypatch.setitem(sys.modules, "metakit._distbench", types.SimpleNamespace(main=main))
+    name = "metakit.bench.broadcast"
+    module = types.ModuleType(name)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    module.main = main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, module)
     assert bench.main(["--distributed", "--quick", "--json", "out.json"]) == 7
     assert bench.main(["--distributed"]) == 7
     assert calls == [(True, "out.json"), (False, None)]

@@ -1,0 +1,173 @@
+"""The side-by-side benchmark: ``python -m metakit bench [--quick] [--json PATH] [--plot PATH] [--distributed]``.
+
+It runs on the example engine metadata (``metakit.examples.engine``).  First a
+short demo: the generated source of ``FlashAttentionMetadata``, the
+``Cls(**d)`` round trip, and that the tensors in the dict are the very same
+objects.  Then, in one run:
+
+- ns per call of every way to turn the 15-field record into a dict, and each
+  one's ratio to metakit: ``dataclasses.asdict``, the ``fields()``
+  comprehension (vLLM's ``asdict_zerocopy``, first and as merged), attrs and
+  msgspec on equivalent classes (where installed), a hand-written dict
+  literal, metakit's method, its function form, and ``skip_fields`` with two
+  names;
+- the cost of ``dataclasses.asdict`` and of metakit as the largest tensor
+  grows from 10^3 to 10^7 elements;
+- the cost of creating a ``@dataclass`` with and without metakit, for 5, 15
+  and 50 fields;
+- the targets of the design, as ratios, each with PASS or MISS.
+
+Every timing is the best of many rounds, and the rounds interleave the
+contenders, so that a slow moment of the machine hits them all alike.  A
+missed target is reported, never an error: the exit status is 1 only when
+the benchmark itself is broken (a contender returns the wrong dict).
+
+Without torch the same measurements run on torch-free twins of the engine
+classes (the same field names, plain objects as values), and only the
+tensor-size sweep is skipped.
+
+``--json PATH`` writes the results as one JSON object::
+
+    {
+      "schema": 1,
+      "completed": true,                # false never appears: a broken run writes nothing
+      "quick": bool,
+      "seconds": float,                 # wall time of the whole run
+      "versions": {"metakit": str, "python": str, "implementation": str, "platform": str,
+                   "torch": str | null, "attrs": str | null, "msgspec": str | null},
+      "subject": {"class": str, "fields": int, "values": str},
+      "rounds": {"calls": int, "sweep": int | null, "creation": int},  # how many each part ran
+      "calls": [{"key": str, "label": str, "ns": float | null, "ratio": float | null,
+                 "note": str | null}],  # ratio: ns / ns of the metakit method
+      "sweep": [{"elements": int, "dataclasses_asdict_ns": float, "metakit_ns": float}] | null,
+      "creation": [{"fields": int, "scenario": "same" | "new",
+                    "plain_us": float, "metakit_us": float, "ratio": float}],
+      "targets": [{"key": str, "label": str, "ratio": float | null, "bound": float,
+                   "at_least": bool, "status": "PASS" | "MISS" | "SKIP"}]
+    }
+
+A ``null`` ns or ratio means the contender or measurement could not run (its
+``note`` says why: a peer that is not installed, or no torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import time
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from metakit.bench import report
+from metakit.bench.calls import measure_calls, print_calls
+from metakit.bench.creation import measure_creation, print_creation
+from metakit.bench.demo import demo, print_header
+from metakit.bench.plot import write_plot
+from metakit.bench.subject import field_names, load_subject
+from metakit.bench.sweep import measure_sweep, print_sweep
+from metakit.bench.targets import print_targets
+from metakit.bench.targets import targets as measure_targets
+from metakit.bench.timing import FULL, QUICK, Broken, Progress
+
+# Temporary: the broadcast benchmark imports these two names from here until
+# it moves to metakit.bench.broadcast and imports metakit.bench.report itself.
+_versions = report.versions
+_write_json = report.write_json
+
+
+def _broadcast_benchmark() -> ModuleType:
+    """The broadcast benchmark's module; it needs torch, so it is imported only when asked for."""
+    name = "metakit.bench.broadcast" if importlib.util.find_spec("metakit.bench.broadcast") else "metakit._distbench"
+    return importlib.import_module(name)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m metakit bench",
+        description="Measure metakit against its peers on the example engine metadata.",
+    )
+    parser.add_argument("--quick", action="store_true", help="a shorter run: under 30 s")
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
+    parser.add_argument("--plot", metavar="PATH", help="write a PNG chart to PATH (needs matplotlib)")
+    parser.add_argument(
+        "--distributed",
+        action="store_true",
+        help="measure broadcast_metadata against broadcast_object_list instead (needs torch)",
+    )
+    return parser
+
+
+def _run(quick: bool, progress: Progress) -> dict[str, Any]:
+    """Demo, measure and print everything; the results as the JSON object."""
+    settings = QUICK if quick else FULL
+    started = time.perf_counter()
+    progress.phase("loading the engine metadata")
+    subject = load_subject()
+    versions = report.versions()
+    print_header(versions, quick)
+    demo(subject)
+    progress.phase("measuring the conversions, side by side")
+    calls, call_rounds = measure_calls(subject, settings, progress)
+    print_calls(subject, calls, call_rounds)
+    sweep, sweep_rounds = None, None
+    if subject.make_sized is not None:
+        progress.phase("measuring by tensor size")
+        sweep, sweep_rounds = measure_sweep(subject.make_sized, settings, progress)
+    print_sweep(sweep, sweep_rounds)
+    progress.phase("measuring class creation")
+    creation, creation_rounds = measure_creation(settings, progress)
+    print_creation(creation, creation_rounds)
+    targets = measure_targets(calls, sweep, creation)
+    print_targets(targets)
+    return {
+        "schema": 1,
+        "completed": True,
+        "quick": quick,
+        "seconds": time.perf_counter() - started,
+        "versions": versions,
+        "subject": {
+            "class": subject.cls.__qualname__,
+            "fields": len(field_names(subject.cls)),
+            "values": "torch tensors and ints" if subject.torch_version else "plain objects (torch is not installed)",
+        },
+        "rounds": {"calls": call_rounds, "sweep": sweep_rounds, "creation": creation_rounds},
+        "calls": [dict(row.asdict_zerocopy()) for row in calls],
+        "sweep": None if sweep is None else [dict(row.asdict_zerocopy()) for row in sweep],
+        "creation": [dict(row.asdict_zerocopy()) for row in creation],
+        "targets": [dict(row.asdict_zerocopy()) for row in targets],
+    }
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``python -m metakit bench``; return the exit status.
+
+    The status is 1 only if the benchmark is broken, never because a target
+    was missed.
+    """
+    parser = _parser()
+    args = parser.parse_args(list(argv))
+    if args.distributed:
+        if args.plot:
+            parser.error("--plot does not apply to --distributed")
+        status: int = _broadcast_benchmark().main(quick=args.quick, json_path=args.json)
+        return status
+    can_plot = report.installed("matplotlib") is not None
+    if args.plot and not can_plot:
+        print(f"matplotlib is not installed: no chart will be written to {args.plot}", file=sys.stderr)
+    progress = Progress()
+    try:
+        results = _run(args.quick, progress)
+    except Broken as error:
+        print(f"error: the benchmark is broken: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        report.write_json(args.json, results)
+        print(f"wrote {args.json}")
+    if args.plot and can_plot:
+        write_plot(args.plot, results)
+        print(f"wrote {args.plot}")
+    progress.phase(f"done in {results['seconds']:.1f} s")
+    return 0

@@ -1,0 +1,80 @@
+"""The chart: a PNG of the call table, the tensor-size sweep and the class-creation ratios (needs matplotlib)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from metakit.bench.creation import BOUND, SCENARIOS
+
+_SHORT = {
+    "dataclasses_asdict": "dataclasses.asdict",
+    "fields_comprehension": "fields() comprehension",
+    "vllm_skip_fields": "fields() + skip_fields (vLLM)",
+    "attrs_asdict": "attrs.asdict",
+    "msgspec_asdict": "msgspec.structs.asdict",
+    "hand_written": "hand-written, method",
+    "hand_written_function": "hand-written, function",
+    "metakit_method": "metakit method",
+    "metakit_function": "metakit function",
+    "metakit_skip_fields": "metakit, 2 skip_fields",
+}
+
+
+def write_plot(path: str, report: Mapping[str, Any]) -> None:
+    """A PNG of the call table, the tensor-size sweep and the creation ratios."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(17, 5.2), layout="constrained")
+    calls_axes, sweep_axes, creation_axes = figure.subplots(1, 3)
+    versions = report["versions"]
+    figure.suptitle(
+        f"metakit {versions['metakit']}, {versions['implementation']} {versions['python']},"
+        f" torch {versions['torch'] or 'not installed'}"
+    )
+    _plot_calls(calls_axes, report)
+    _plot_sweep(sweep_axes, report["sweep"])
+    _plot_creation(creation_axes, report["creation"])
+    figure.savefig(path, dpi=100)
+
+
+def _plot_calls(axes: Any, report: Mapping[str, Any]) -> None:
+    calls = [row for row in report["calls"] if row["ns"] is not None]
+    colors = ["C1" if row["key"].startswith("metakit") else "C0" for row in calls]
+    bars = axes.barh([_SHORT[row["key"]] for row in calls], [row["ns"] for row in calls], color=colors)
+    ratios = [f" x{row['ratio']:.0f}" if row["ratio"] >= 10 else f" x{row['ratio']:.2f}" for row in calls]
+    axes.bar_label(bars, labels=ratios, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xscale("log")
+    axes.set_xlim(right=max(row["ns"] for row in calls) * 5)  # room for the labels
+    axes.set_xlabel("ns per call (log); x = ratio to the metakit method")
+    axes.set_title(f"dict of {report['subject']['class']} ({report['subject']['fields']} fields)")
+
+
+def _plot_sweep(axes: Any, sweep: list[dict[str, Any]] | None) -> None:
+    if sweep is None:
+        axes.text(0.5, 0.5, "torch is not installed:\nno tensor-size sweep", ha="center", va="center")
+        axes.set_axis_off()
+        return
+    elements = [row["elements"] for row in sweep]
+    axes.loglog(elements, [row["dataclasses_asdict_ns"] for row in sweep], "o-", label="dataclasses.asdict")
+    axes.loglog(elements, [row["metakit_ns"] for row in sweep], "o-", label="metakit asdict_zerocopy()")
+    axes.set_xlabel("elements in slot_mapping")
+    axes.set_ylabel("ns per call (log)")
+    axes.set_title("cost by tensor size")
+    axes.legend()
+
+
+def _plot_creation(axes: Any, creation: list[dict[str, Any]]) -> None:
+    for offset, scenario in ((-0.2, "same"), (0.2, "new")):
+        rows = [row for row in creation if row["scenario"] == scenario]
+        positions = [i + offset for i in range(len(rows))]
+        bars = axes.bar(positions, [row["ratio"] for row in rows], width=0.4, label=SCENARIOS[scenario])
+        axes.bar_label(bars, fmt="%.2f", fontsize=8)
+    axes.axhline(BOUND, color="red", linestyle="--", label=f"target {BOUND:.2f}")
+    counts = sorted({row["fields"] for row in creation})
+    axes.set_xticks(range(len(counts)), [f"{n} fields" for n in counts])
+    axes.set_ylim(0.9, max(1.3, *(row["ratio"] + 0.05 for row in creation)))
+    axes.set_ylabel("metakit / plain @dataclass")
+    axes.set_title("class creation")
+    axes.legend()

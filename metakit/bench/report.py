@@ -1,0 +1,52 @@
+"""What every benchmark report shares: the versions it ran with, and writing it as JSON.
+
+The broadcast benchmark (``metakit.bench.broadcast``) uses these as well as
+the main one.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import metakit
+
+
+def installed(name: str) -> str | None:
+    """The version of the distribution *name*, or None if it is not installed.
+
+    Asks the installed metadata, not the import system: a directory named
+    ``torch`` on ``sys.path`` (a test folder) would import as an empty
+    namespace package.
+    """
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    """metakit's, Python's and the peers' versions: the ``versions`` object of every report."""
+    return {
+        "metakit": metakit.__version__,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "torch": installed("torch"),
+        "attrs": installed("attrs"),
+        "msgspec": installed("msgspec"),
+    }
+
+
+def write_json(path: str, report: Mapping[str, Any]) -> None:
+    """Write *report* to *path* as indented JSON (no NaN or infinity)."""
+    Path(path).write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def format_number(value: float | None, digits: int = 1) -> str:
+    """*value* with thousands separators and *digits* decimals; ``-`` for None (not measured)."""
+    return "-" if value is None else f"{value:,.{digits}f}"

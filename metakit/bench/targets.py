@@ -1,0 +1,73 @@
+"""The design's performance targets, as ratios measured in one run, each with PASS, MISS or SKIP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from metakit import ZeroCopy
+from metakit.bench.calls import METHOD, CallRow
+from metakit.bench.creation import BOUND, SCENARIOS, CreationRow
+from metakit.bench.report import format_number
+from metakit.bench.sweep import SweepRow
+
+
+@dataclass(frozen=True)
+class TargetRow(ZeroCopy):
+    """One target of the design, as measured."""
+
+    key: str
+    label: str
+    ratio: float | None
+    bound: float
+    at_least: bool
+    status: str
+
+
+def _target(key: str, label: str, ratio: float | None, bound: float, *, at_least: bool = False) -> TargetRow:
+    met = ratio is not None and (ratio >= bound if at_least else ratio <= bound)
+    status = "SKIP" if ratio is None else "PASS" if met else "MISS"
+    return TargetRow(key, label, ratio, bound, at_least, status)
+
+
+def targets(calls: list[CallRow], sweep: list[SweepRow] | None, creation: list[CreationRow]) -> list[TargetRow]:
+    """The design's performance targets, as measured in this run."""
+    ns = {row.key: row.ns for row in calls if row.ns is not None}
+    method, literal, skip = ns[METHOD], ns["hand_written"], ns["metakit_skip_fields"]
+    comprehension = ns["fields_comprehension"]
+    flat = sweep[-1].metakit_ns / sweep[0].metakit_ns if sweep else None
+    return [
+        _target("method_vs_literal", "asdict_zerocopy() / hand-written dict literal method", method / literal, 1.05),
+        _target(
+            "comprehension_vs_method",
+            "fields() comprehension / asdict_zerocopy(), 15 fields",
+            comprehension / method,
+            8.0,
+            at_least=True,
+        ),
+        _target("flat_in_tensor_size", "asdict_zerocopy() at 10^7 / at 10^3 tensor elements", flat, 1.2),
+        _target("skip_fields", "asdict_zerocopy(2 skip_fields) / asdict_zerocopy()", skip / method, 1.4),
+        *[
+            _target(
+                f"creation_{row.fields}_{row.scenario}",
+                f"class creation / plain @dataclass, {row.fields} fields, {SCENARIOS[row.scenario]}",
+                row.ratio,
+                BOUND,
+            )
+            for row in creation
+        ],
+    ]
+
+
+def print_targets(rows: list[TargetRow]) -> None:
+    """Print every target with its measured ratio and status, and how many were met."""
+    print("\n== Targets (the design's Performance section)")
+    width = max(len(row.label) for row in rows)
+    for row in rows:
+        sign = ">=" if row.at_least else "<="
+        print(f"  {row.label:<{width}}  {format_number(row.ratio, 3):>7}  {sign} {row.bound:<5}  {row.status}")
+    met = sum(row.status == "PASS" for row in rows)
+    measured = sum(row.status != "SKIP" for row in rows)
+    print(
+        f"{met} of {measured} measured targets met. A missed target is reported, not an error:"
+        " timings on a busy machine vary by about 10%."
+    )
