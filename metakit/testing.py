@@ -1,104 +1,517 @@
 """Assertions for a project's own tests of its metadata classes.
 
-One test per class is enough::
+One test per class, with no instance to build::
 
     import pytest
-    from metakit.testing import assert_zerocopy
+    from metakit.testing import assert_zerocopy_class, class_id, zerocopy_classes_in
 
-    @pytest.mark.parametrize("meta", [make_prefill_metadata(), make_decode_metadata()])
-    def test_metadata_converts_without_copying(meta):
-        assert_zerocopy(meta)
+    @pytest.mark.parametrize("cls", zerocopy_classes_in("myengine.metadata"), ids=class_id)
+    def test_metadata_converts_without_copying(cls):
+        assert_zerocopy_class(cls)
+
+``assert_zerocopy(obj)`` runs the same checks on an instance you made.
+
+Both check two things.  metakit's generated code (the function forms, and
+the methods, or what a user's override reaches through ``super()``) must
+return exactly ``{f.name: getattr(obj, f.name) for f in fields(obj)}``,
+less ``OMIT`` fields.  A user's own ``asdict_zerocopy`` may leave fields
+out, but must keep what every override keeps: a new dict on every call,
+keys that are fields in field order, the very objects, ``skip_fields``
+honoured and left unchanged.  A failure says which of the two broke.
+
+This module imports neither pytest nor torch.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-from typing import Any
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import typing
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any, NamedTuple, NoReturn, cast
 
-from metakit._codegen import ASDICT, ASTUPLE
-from metakit._functions import asdict_zerocopy, astuple_zerocopy
-from metakit._meta import OMIT_KEY, ZeroCopyFields, instance_methods
+import metakit
+from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
+from metakit._functions import asdict_zerocopy, astuple_zerocopy, is_generated
 
-__all__ = ["assert_zerocopy"]
+__all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
 
 
 def assert_zerocopy(obj: object) -> None:
-    """Check one instance's generated conversions against the ``fields()`` reference.
+    """Check one instance's conversions against the ``fields()`` reference.
 
     The reference is ``{f.name: getattr(obj, f.name) for f in fields(obj)}``
-    without ``OMIT`` fields.  This checks that ``asdict_zerocopy()`` returns
-    a new dict with exactly those keys, in that order, holding the very same
-    objects; that ``astuple_zerocopy()`` holds them in the same order; that
-    the function forms agree; and that ``skip_fields`` removes exactly the
-    names given, accepts ``OMIT`` fields, leaves its argument unchanged and
-    rejects a name that is not a field.  The methods are checked when the
-    class was made by ``ZeroCopyFields``, the function forms always.
+    less ``OMIT`` fields.  metakit's generated code, that is the function
+    forms ``metakit.asdict_zerocopy(obj)`` and ``metakit.astuple_zerocopy(obj)``,
+    the generated methods, and whatever generated code a user's override
+    reaches through ``super()``, must return a new dict with exactly those
+    keys, in that order, holding the very same objects, and a tuple of them;
+    ``skip_fields`` must remove exactly the names given (``OMIT`` fields
+    too), leave its argument unchanged and reject a name that is not a
+    field.  ``metakit.replace(obj)`` with no changes, where it exists, must
+    keep the very objects, as ``dataclasses.replace`` does.
 
-    Raises ``AssertionError`` naming the class and the difference.  Raises
-    ``TypeError`` when *obj* is not a dataclass instance.
+    A user's own ``asdict_zerocopy`` (vLLM's FlashInfer metadata has one,
+    to leave out its kernel wrapper) may leave fields out, but must return a
+    new dict on every call, whose keys are fields in field order and whose
+    values are the very objects; each call with ``skip_fields`` must return
+    what a call without it returns, less the names given, and must leave
+    the set it is given unchanged.  An override of ``astuple_zerocopy`` must
+    return a tuple of field values, in field order.
+
+    Raises ``AssertionError`` that names the class, which of the two broke
+    (the generated code or the override), the call and the difference.
+    Raises ``TypeError`` when *obj* is not a dataclass instance.
     """
-    instance_methods(obj, "assert_zerocopy")  # TypeError unless a dataclass instance
-    assert is_dataclass(obj)
-    cls: type = type(obj)
-    every = [f.name for f in fields(obj)]
-    omitted = {f.name for f in fields(obj) if f.metadata.get(OMIT_KEY)}
-    expected = {name: getattr(obj, name) for name in every if name not in omitted}
-
-    forms: list[tuple[str, Any, Any]] = [
-        (f"metakit.{ASDICT}(obj)", lambda **kw: asdict_zerocopy(obj, **kw), lambda: astuple_zerocopy(obj))
-    ]
-    if isinstance(cls, ZeroCopyFields):
-        forms.insert(0, (f"obj.{ASDICT}()", getattr(obj, ASDICT), getattr(obj, ASTUPLE)))
-
-    for label, asdict, astuple in forms:
-        where = f"{cls.__qualname__}: {label}"
-        first = asdict()
-        _check_dict(where, first, expected)
-        second = asdict()
-        if second is first:
-            raise AssertionError(f"{where} returned the same dict twice; it must return a new one")
-        _check_tuple(where.replace(ASDICT, ASTUPLE), astuple(), expected)
-
-        for name in every:
-            skip = frozenset({name})
-            _check_dict(f"{where} with skip_fields={{{name!r}}}", asdict(skip_fields=skip), _without(expected, skip))
-        skip_all = set(every)
-        _check_dict(f"{where} with every field skipped", asdict(skip_fields=skip_all), {})
-        if skip_all != set(every):
-            raise AssertionError(f"{where} changed the skip_fields it was given")
-        _check_rejects_unknown(where, asdict, every)
+    __tracebackhide__ = True
+    if isinstance(obj, type):
+        raise TypeError(
+            f"assert_zerocopy() takes a dataclass instance, but got the class {_name(obj)} itself;"
+            f" use assert_zerocopy_class({_name(obj)})"
+        )
+    if not dataclasses.is_dataclass(obj):
+        raise TypeError(f"assert_zerocopy() takes a dataclass instance, but {_name(type(obj))} is not a dataclass")
+    _Checker(obj, notes=(), bare=False).run()
 
 
-def _without(expected: dict[str, Any], skip: frozenset[str]) -> dict[str, Any]:
-    return {name: value for name, value in expected.items() if name not in skip}
+def assert_zerocopy_class(cls: type) -> None:
+    """Run every check of ``assert_zerocopy`` with no instance to make.
+
+    The instance is made with ``cls.__new__(cls)``, without ``__init__`` or
+    ``__post_init__``, and each field, ``init=False`` ones included, is set
+    with ``object.__setattr__`` to a sentinel of its own, so frozen and
+    slots classes work too.  ``ClassVar`` and ``InitVar`` pseudo-fields are
+    not fields and get none.  A generic alias such as ``Box[int]`` checks
+    ``Box``.  The replace check runs ``__init__`` and ``__post_init__`` as
+    ``dataclasses.replace`` does, so they see the sentinels.
+
+    A field that cannot be set that way (its descriptor refuses the
+    sentinel) fails the check with a message that says so: test that class
+    with ``assert_zerocopy`` on an instance you make.
+
+    Raises ``AssertionError`` as ``assert_zerocopy`` does, and ``TypeError``
+    when *cls* is not a dataclass (an instance included).
+    """
+    __tracebackhide__ = True
+    target = _dataclass_of(cls)
+    obj, notes = _bare_instance(target)
+    _Checker(obj, notes, bare=True).run()
 
 
-def _check_dict(where: str, got: object, expected: dict[str, Any]) -> None:
-    if type(got) is not dict:
-        raise AssertionError(f"{where} returned {type(got).__qualname__}, not dict")
-    if list(got) != list(expected):
-        missing = [name for name in expected if name not in got]
-        extra = [name for name in got if name not in expected]
-        detail = f"missing {missing}, unexpected {extra}" if missing or extra else "the order differs"
-        raise AssertionError(f"{where} has keys {list(got)}, expected {list(expected)}: {detail}")
-    for name, value in expected.items():
-        if got[name] is not value:
-            raise AssertionError(f"{where}[{name!r}] is not the object the instance holds: it was copied or replaced")
+def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
+    """The dataclasses made by ``ZeroCopyFields`` that *module* defines, for ``parametrize``.
+
+    *module* is a module or its dotted name.  A package's submodules are
+    imported and searched too, all the way down (``__main__`` modules
+    excepted, since importing one may run a program).  Classes nested in
+    classes count; classes a module only imports from elsewhere, and
+    abstract classes (they have no instances), do not.  The order is that
+    of the modules, then of definition.
+
+    Pass ``ids=class_id`` to ``parametrize`` for test ids that are the
+    classes' qualified names.
+
+    Raises ``LookupError`` when there is no such class, so that a wrong name
+    fails instead of giving pytest an empty parameter set, which it skips.
+    """
+    root = importlib.import_module(module) if isinstance(module, str) else module
+    classes: list[type] = []
+    for found in _modules_under(root):
+        for value in vars(found).values():
+            _collect(value, found.__name__, classes)
+    chosen = [cls for cls in classes if _is_checkable(cls)]
+    if not chosen:
+        where = f"the package {root.__name__} and its submodules" if hasattr(root, "__path__") else root.__name__
+        raise LookupError(f"no dataclass made by ZeroCopyFields is defined in {where}")
+    return chosen
 
 
-def _check_tuple(where: str, got: object, expected: dict[str, Any]) -> None:
-    if type(got) is not tuple:
-        raise AssertionError(f"{where} returned {type(got).__qualname__}, not tuple")
-    if len(got) != len(expected) or any(a is not b for a, b in zip(got, expected.values(), strict=True)):
-        raise AssertionError(f"{where} does not hold the field values {list(expected)} in order, by identity")
+def class_id(cls: object) -> str:
+    """A test id for *cls*: its qualified name (``ids=class_id`` in ``parametrize``)."""
+    return str(getattr(cls, "__qualname__", cls))
 
 
-def _check_rejects_unknown(where: str, asdict: Any, every: list[str]) -> None:
-    unknown = "_".join(every) + "_not_a_field"
+# --- finding classes --------------------------------------------------------------
+
+
+def _modules_under(root: ModuleType) -> list[ModuleType]:
+    found = [root]
+    for info in pkgutil.iter_modules(getattr(root, "__path__", ())):
+        if info.name != "__main__":
+            found.extend(_modules_under(importlib.import_module(f"{root.__name__}.{info.name}")))
+    return found
+
+
+def _collect(value: object, module: str, classes: list[type]) -> None:
+    if isinstance(value, type) and value.__module__ == module and value not in classes:
+        classes.append(value)
+        for inner in vars(value).values():
+            if isinstance(inner, type) and inner.__qualname__.startswith(f"{value.__qualname__}."):
+                _collect(inner, module, classes)
+
+
+def _is_checkable(cls: type) -> bool:
+    made_by_metakit = isinstance(cls, metakit.ZeroCopyFields)
+    return made_by_metakit and dataclasses.is_dataclass(cls) and not inspect.isabstract(cls)
+
+
+# --- the bare instance ------------------------------------------------------------
+
+
+class _Sentinel:
+    """The value of one field of a bare instance: an object no other field holds."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __repr__(self) -> str:
+        return f"<sentinel {self.label}>"
+
+
+def _dataclass_of(cls: object) -> type:
+    origin = typing.get_origin(cls)
+    target = origin if isinstance(origin, type) else cls
+    if not isinstance(target, type):
+        raise TypeError(
+            f"assert_zerocopy_class() takes a dataclass, but got an instance of {_name(type(cls))};"
+            " use assert_zerocopy(obj) for an instance"
+        )
+    if not dataclasses.is_dataclass(target):
+        raise TypeError(f"assert_zerocopy_class() takes a dataclass, but {_name(target)} is not a dataclass")
+    return target
+
+
+def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
+    """An instance of *cls* made without ``__init__``, each field set to its own sentinel.
+
+    Also returns a note for each field that does not read back the sentinel
+    set on it (a descriptor that stores something else), for the messages.
+    """
+    __tracebackhide__ = True
+    name = _name(cls)
     try:
-        asdict(skip_fields={unknown})
-    except ValueError as error:
-        if repr(unknown) not in str(error):
-            raise AssertionError(f"{where} rejected an unknown skip_fields name without naming it: {error}") from None
-    else:
-        raise AssertionError(f"{where} accepted skip_fields={{{unknown!r}}}, which is not a field")
+        obj: object = cast(Any, cls).__new__(cls)
+    except Exception as error:
+        raise AssertionError(
+            f"{name}: assert_zerocopy_class cannot make a bare instance:"
+            f" {name}.__new__({name}) raised {type(error).__name__}: {error}"
+        ) from error
+    notes: list[str] = []
+    for f in dataclasses.fields(cls):
+        sentinel = _Sentinel(f"{name}.{f.name}")
+        try:
+            object.__setattr__(obj, f.name, sentinel)
+            value = getattr(obj, f.name)
+        except Exception as error:
+            raise AssertionError(
+                f"{name}: field {f.name!r} cannot be set on a bare instance, so assert_zerocopy_class"
+                f" cannot check {name}: setting it to a sentinel with object.__setattr__ and reading it back"
+                f" raised {type(error).__name__}: {error}. Check an instance with assert_zerocopy(obj) instead."
+            ) from error
+        if value is not sentinel:
+            notes.append(
+                f"field {f.name!r} does not read back the sentinel set on it (it reads {_name(type(value))}),"
+                " so its value may not be distinct"
+            )
+    return obj, tuple(notes)
+
+
+# --- the checks -------------------------------------------------------------------
+
+
+class _Form(NamedTuple):
+    """One way of calling ``asdict_zerocopy`` or ``astuple_zerocopy`` on the instance."""
+
+    role: str
+    """Whose code it is, for the message: the generated code or an override."""
+    call: str
+    """The call as the message shows it, without its arguments: ``obj.asdict_zerocopy``."""
+    function: Callable[..., Any]
+    """Calls it: the instance is bound or passed already."""
+    generated: bool
+    """Whether metakit generated it: then it must return exactly the reference."""
+    takes_obj: bool = False
+    """Whether the call shows ``obj`` as its first argument (the function forms)."""
+
+    def text(self, arguments: str = "") -> str:
+        shown = ", ".join(part for part in ("obj" if self.takes_obj else "", arguments) if part)
+        return f"{self.call}({shown})"
+
+
+_GENERATED = "the generated code"
+_BARE_HINT = (
+    " (on a bare instance, whose fields hold sentinels; for code that needs real values,"
+    " check an instance you make with assert_zerocopy(obj))"
+)
+
+
+class _Checker:
+    """Checks the conversions of one dataclass instance, *obj*."""
+
+    def __init__(self, obj: object, notes: Iterable[str], bare: bool) -> None:
+        self.obj = obj
+        self.bare = bare
+        """Whether *obj* is a bare instance whose fields hold sentinels."""
+        self.cls: type = type(obj)
+        self.notes = tuple(notes)
+        self.fields = dataclasses.fields(cast(Any, obj))
+        self.every = [f.name for f in self.fields]
+        self.values = {name: getattr(obj, name) for name in self.every}
+        # A field whose descriptor gives a new object on every read cannot be
+        # compared by identity: its value is checked by type instead.
+        self.unstable = {name for name in self.every if getattr(obj, name) is not self.values[name]}
+        self.included = [f.name for f in self.fields if not is_omitted(f)]
+
+    def run(self) -> None:
+        __tracebackhide__ = True
+        for form in self._forms(ASDICT, asdict_zerocopy):
+            self._check_asdict(form)
+        for form in self._forms(ASTUPLE, astuple_zerocopy):
+            self._check_astuple(form)
+        self._check_replace()
+
+    def fail(self, role: str, call: str, problem: str, cause: BaseException | None = None) -> NoReturn:
+        """Raise the ``AssertionError``: the class, whose code broke, the call and the difference."""
+        __tracebackhide__ = True
+        notes = "".join(f" (note: {note})" for note in self.notes)
+        raise AssertionError(f"{_name(self.cls)}: {role}: {call} {problem}{notes}") from cause
+
+    def same(self, name: str, value: object) -> bool:
+        if name in self.unstable:
+            return type(value) is type(self.values[name])
+        return value is self.values[name]
+
+    # --- which code to check ------------------------------------------------------
+
+    def _forms(self, method: str, function_form: Callable[..., Any]) -> list[_Form]:
+        """The generated code first, then the overrides, innermost first.
+
+        So when generated code is wrong, the message blames it, not the
+        override built on it.
+        """
+        obj = self.obj
+        forms = [_Form(_GENERATED, f"metakit.{method}", lambda *a, **k: function_form(obj, *a, **k), True, True)]
+        overrides: list[tuple[type, _Form]] = []
+        caller: type | None = None  # the owner of the override that the next one in the MRO serves
+        for owner in self.cls.__mro__:
+            if method not in owner.__dict__:
+                continue
+            bound = getattr(obj, method) if caller is None else getattr(super(caller, obj), method)
+            call = f"obj.{method}" if caller is None else f"super({_name(caller)}, obj).{method}"
+            if _is_metakits(owner.__dict__[method], method):
+                role = _GENERATED
+                if caller is not None:
+                    role = f"the generated code that super().{method}() in {_name(caller)}.{method} reaches"
+                forms.append(_Form(role, call, bound, True))
+                break
+            overrides.append((owner, _Form(f"the override {_name(owner)}.{method}", call, bound, False)))
+            caller = owner
+        forms.extend(form for _, form in reversed(overrides))
+        return forms
+
+    # --- asdict -------------------------------------------------------------------
+
+    def _check_asdict(self, form: _Form) -> None:
+        __tracebackhide__ = True
+        first = self._call_dict(form, None, self.included if form.generated else None)
+        keys = list(first)
+        if self._call_dict(form, None, keys) is first:
+            self.fail(form.role, form.text(), "returned the same dict twice; it must return a new one each call")
+        self._call_dict(form, [], keys)
+        for name in self.every:
+            self._call_dict(form, [name], [key for key in keys if key != name])
+        self._call_dict(form, self.every, [])
+        self._check_rejects_unknown(form)
+
+    def _call_dict(self, form: _Form, skip: list[str] | None, expected: list[str] | None) -> dict[Any, Any]:
+        """Call *form* with *skip* (a fresh set) and check the dict it returns.
+
+        *expected* is the list of keys it must have, or None for an
+        override's first call: any fields, in field order.
+        """
+        __tracebackhide__ = True
+        if skip is None:
+            call = form.text()
+            got = self._call(form, call)
+        else:
+            given = set(skip)
+            call = form.text(f"skip_fields={_set_text(skip)}")
+            got = self._call(form, call, skip_fields=given)
+            if given != set(skip):
+                added, removed = sorted(given - set(skip)), sorted(set(skip) - given)
+                change = "; ".join(
+                    text
+                    for text in (f"it added {added}" if added else "", f"it removed {removed}" if removed else "")
+                    if text
+                )
+                self.fail(
+                    form.role, call, f"changed the skip_fields it was given: {change}; it must leave it unchanged"
+                )
+        if type(got) is not dict:
+            self.fail(form.role, call, f"returned {_name(type(got))}, not dict")
+        keys = list(got)
+        if expected is None:
+            strangers = [key for key in keys if key not in self.values]
+            if strangers:
+                self.fail(form.role, call, f"has keys {keys}: unexpected {strangers}, which are not fields")
+            in_order = [name for name in self.every if name in got]
+            if keys != in_order:
+                self.fail(form.role, call, f"has keys {keys}, not in field order {in_order}: the order differs")
+        elif keys != expected:
+            self.fail(
+                form.role,
+                call,
+                f"has keys {keys}, expected {expected}: {self._key_difference(form, keys, expected, skip)}",
+            )
+        for name in keys:
+            if not self.same(name, got[name]):
+                self.fail(
+                    form.role, f"{call}[{name!r}]", "is not the object the instance holds: it was copied or replaced"
+                )
+        return got
+
+    def _key_difference(self, form: _Form, keys: list[Any], expected: list[str], skip: list[str] | None) -> str:
+        missing = [name for name in expected if name not in keys]
+        extra = [key for key in keys if key not in expected]
+        if not missing and not extra:
+            return "the order differs"
+        parts = []
+        if missing:
+            parts.append(
+                f"missing {missing}" + ("" if form.generated else ", which it returns when called with no arguments")
+            )
+        if extra:
+            skipped = [key for key in extra if key in (skip or ())]
+            parts.append(f"unexpected {extra}" + (", which skip_fields names" if skipped else ""))
+        return ", ".join(parts)
+
+    def _check_rejects_unknown(self, form: _Form) -> None:
+        __tracebackhide__ = True
+        unknown = "not_a_field"
+        while unknown in self.values:
+            unknown += "_"
+        call = form.text(f"skip_fields={{{unknown!r}}}")
+        try:
+            form.function(skip_fields={unknown})
+        except ValueError as error:
+            if repr(unknown) not in str(error):
+                self.fail(form.role, call, f"raised ValueError without naming {unknown!r}: {error}", error)
+        except Exception as error:
+            self.fail(form.role, call, f"raised {type(error).__name__}, not ValueError: {error}", error)
+        else:
+            self.fail(form.role, call, "returned, but it must raise ValueError: the name is not a field")
+
+    # --- astuple ------------------------------------------------------------------
+
+    def _check_astuple(self, form: _Form) -> None:
+        __tracebackhide__ = True
+        call = form.text()
+        got = self._call(form, call)
+        if type(got) is not tuple:
+            self.fail(form.role, call, f"returned {_name(type(got))}, not tuple")
+        held = self._names_held(got)
+        if form.generated:
+            if len(got) != len(self.included) or not all(map(self.same, self.included, got)):
+                self.fail(
+                    form.role, call, f"holds the values of {held}, expected {self.included}, in order, by identity"
+                )
+        elif not self._in_field_order(got):
+            self.fail(
+                form.role, call, f"holds the values of {held}, which are not field values in field order {self.every}"
+            )
+
+    def _names_held(self, values: tuple[Any, ...]) -> list[str]:
+        """The field each value is, by identity, or ``'?'`` for an object no field holds."""
+        return [next((name for name in self.every if self.same(name, value)), "?") for value in values]
+
+    def _in_field_order(self, values: tuple[Any, ...]) -> bool:
+        # Matching each value with the first field left that holds it decides
+        # whether the values are field values in field order.
+        remaining = iter(self.every)
+        return all(any(self.same(name, value) for name in remaining) for value in values)
+
+    # --- replace ------------------------------------------------------------------
+
+    def _check_replace(self) -> None:
+        """``metakit.replace(obj)`` and a generated ``__replace__`` agree with ``dataclasses.replace(obj)``.
+
+        Both run ``__init__`` and ``__post_init__``, so a field they set
+        anew may differ; every field that ``dataclasses.replace`` carries
+        over as the very object, the generated code must carry over too.
+        """
+        __tracebackhide__ = True
+        obj = self.obj
+        forms: list[_Form] = []
+        # ``metakit.replace`` and the generated ``__replace__`` come with the
+        # core's rewrite: before it, there is nothing to check.
+        replace = getattr(metakit, "replace", None)
+        if callable(replace):
+            forms.append(_Form(_GENERATED, "metakit.replace", lambda: replace(obj), True, True))
+        if is_generated(inspect.getattr_static(self.cls, REPLACE, None)):
+            forms.append(_Form(_GENERATED, f"obj.{REPLACE}", getattr(obj, REPLACE), True))
+        if not forms:
+            return
+        try:
+            reference: object = dataclasses.replace(obj)  # type: ignore[type-var]
+        except Exception as error:
+            for form in forms:
+                self._check_replace_raises(form, error)
+            return
+        for form in forms:
+            got = self._call(form, form.text())
+            if type(got) is not self.cls:
+                self.fail(form.role, form.text(), f"returned {_name(type(got))}, not {_name(self.cls)}")
+            if got is obj:
+                self.fail(form.role, form.text(), "returned the instance itself, not a new one")
+            for name in self.every:
+                if self.same(name, getattr(reference, name)) and not self.same(name, getattr(got, name)):
+                    self.fail(
+                        form.role,
+                        form.text(),
+                        f"holds a new object in field {name!r}, where dataclasses.replace(obj) keeps the very object",
+                    )
+
+    def _check_replace_raises(self, form: _Form, expected: Exception) -> None:
+        __tracebackhide__ = True
+        try:
+            form.function()
+        except Exception as error:
+            if type(error) is type(expected):
+                return
+            problem = f"raised {type(error).__name__}: {error}"
+        else:
+            problem = "returned"
+        self.fail(
+            form.role,
+            form.text(),
+            f"{problem}, but dataclasses.replace(obj) raises {type(expected).__name__}: {expected}",
+        )
+
+    # --- calling ------------------------------------------------------------------
+
+    def _call(self, form: _Form, call: str, **arguments: Any) -> Any:
+        __tracebackhide__ = True
+        try:
+            return form.function(**arguments)
+        except Exception as error:
+            hint = _BARE_HINT if self.bare else ""
+            self.fail(form.role, call, f"raised {type(error).__name__}: {error}{hint}", error)
+
+
+def _is_metakits(value: object, method: str) -> bool:
+    """Whether *value*, found in a class's namespace under *method*, is code metakit wrote."""
+    return is_generated(value) or value is vars(metakit.ZeroCopy).get(method)
+
+
+def _name(cls: type) -> str:
+    """*cls*'s qualified name, less the function it was made in, for messages."""
+    return cls.__qualname__.rpartition("<locals>.")[2]
+
+
+def _set_text(names: list[str]) -> str:
+    return "{" + ", ".join(map(repr, names)) + "}" if names else "set()"

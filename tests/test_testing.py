@@ -1,16 +1,37 @@
-"""``metakit.testing.assert_zerocopy``: passes on correct classes, and names the
-class and the difference on a class whose own methods get it wrong."""
+"""``metakit.testing``: both helpers pass correct classes of every dataclass kind, and name
+the class, the code that broke (generated code or override), the call and the difference."""
 
+from __future__ import annotations
+
+import abc
+import copy
+import dataclasses
 import re
 import types
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field, make_dataclass
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
 
-from metakit import OMIT, ZeroCopy
-from metakit.testing import assert_zerocopy
+import metakit
+from metakit import OMIT, ZeroCopy, ZeroCopyFields
+from metakit.testing import assert_zerocopy, assert_zerocopy_class
 
-# --- classes it accepts -------------------------------------------------------
+T = TypeVar("T")
+
+
+def check_instance(obj: Any) -> None:
+    assert_zerocopy(obj)
+
+
+def check_class(obj: Any) -> None:
+    assert_zerocopy_class(type(obj))
+
+
+HELPERS = [pytest.param(check_instance, id="assert_zerocopy"), pytest.param(check_class, id="assert_zerocopy_class")]
+
+
+# --- classes both helpers accept ----------------------------------------------------
 
 
 @dataclass
@@ -28,6 +49,56 @@ class Metadata(ZeroCopy):
 class Slotted(ZeroCopy):
     block_tables: tuple[int, ...]
     page_size: int = 16
+
+
+@dataclass(frozen=True)
+class Frozen(ZeroCopy):
+    slot_mapping: list[int]
+    num_tokens: int = 0
+
+
+@dataclass(slots=True)
+class SlotsOnly(ZeroCopy):
+    slot_mapping: list[int]
+
+
+@dataclass
+class WithInitVar(ZeroCopy):
+    lens: list[int]
+    scale: InitVar[int] = 2
+    kind: ClassVar[str] = "flash"
+    scaled: list[int] = field(init=False)
+
+    def __post_init__(self, scale: int) -> None:
+        self.scaled = [n * scale for n in self.lens]
+
+
+@dataclass
+class Box(ZeroCopy, Generic[T]):
+    item: T
+    items: list[T] = field(default_factory=list)
+
+
+class Stored:
+    """A descriptor field that keeps its value under another name, as the dataclass docs show."""
+
+    def __init__(self, default: object) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return self.default if obj is None else getattr(obj, self.attribute, self.default)
+
+    def __set__(self, obj: object, value: object) -> None:
+        setattr(obj, self.attribute, value)
+
+
+@dataclass
+class WithDescriptor(ZeroCopy):
+    num_tokens: int
+    block_table: object = Stored(default=None)
 
 
 @dataclass
@@ -54,23 +125,169 @@ class Empty(ZeroCopy):
     pass
 
 
+@dataclass
+class AwkwardNames(ZeroCopy):
+    self: int
+    skip_fields: int
+    dict: int
+    cls: int
+
+
+class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta):
+    pass
+
+
+@dataclass
+class WithABCMeta(metaclass=ABCZeroCopyFields):
+    seq_lens: list[int]
+
+
+Made = make_dataclass("Made", [("slot_mapping", list), ("num_tokens", int, 0)], bases=(ZeroCopy,))
+
+ACCEPTED = [
+    Metadata(True, [1, 2], wrapper=object()),
+    Slotted((1, 2)),
+    Frozen([1]),
+    SlotsOnly([2]),
+    WithInitVar([1, 2], 3),
+    Box(1, [2]),
+    WithDescriptor(3, block_table=[1]),
+    PlainMetadata(False, [3]),
+    TransparentOverride(True, [4], extra=object()),
+    Undecorated(False, [5]),
+    Empty(),
+    AwkwardNames(1, 2, 3, 4),
+    WithABCMeta([1]),
+    Made([1]),
+]
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize("obj", ACCEPTED, ids=lambda obj: type(obj).__name__)
+def test_both_helpers_pass_on_correct_classes(check, obj):
+    check(obj)
+
+
+def test_a_generic_alias_checks_its_class():
+    assert_zerocopy_class(Box[int])
+
+
+def test_the_class_helper_runs_no_init_and_sets_every_field_to_its_own_sentinel(monkeypatch):
+    seen = []
+    real = metakit.testing._bare_instance
+
+    def spy(cls):
+        obj, notes = real(cls)
+        seen.append(obj)
+        return obj, notes
+
+    monkeypatch.setattr(metakit.testing, "_bare_instance", spy)
+    assert_zerocopy_class(WithInitVar)
+    (obj,) = seen
+    values = [getattr(obj, f.name) for f in dataclasses.fields(WithInitVar)]
+    assert [repr(value) for value in values] == ["<sentinel WithInitVar.lens>", "<sentinel WithInitVar.scaled>"]
+    assert "scale" not in vars(obj)  # an InitVar is no field, and __post_init__ never ran
+
+
+# --- a field whose every read is a new object -----------------------------------------
+
+
+class View:
+    def __init__(self, target: object) -> None:
+        self.target = target
+
+
+class FreshEachRead:
+    """A descriptor field that hands out a new view of its value on every read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return None if obj is None else View(getattr(obj, self.attribute, None))
+
+    def __set__(self, obj: object, value: object) -> None:
+        setattr(obj, self.attribute, value)
+
+
+@dataclass
+class WithFreshView(ZeroCopy):
+    seq_lens: list[int]
+    positions: list[int] = FreshEachRead()
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_a_field_that_reads_as_a_new_object_each_time_is_not_reported_as_copied(check):
+    check(WithFreshView([1], positions=[0, 1]))
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_a_copy_of_a_plain_field_beside_it_is_still_reported(check):
+    @dataclass
+    class CopiesBeside(WithFreshView):
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super().asdict_zerocopy(skip_fields)
+            if "seq_lens" in d:
+                d["seq_lens"] = copy.copy(d["seq_lens"])
+            return d
+
+    with pytest.raises(AssertionError, match=r"\['seq_lens'\] is not the object the instance holds"):
+        check(CopiesBeside([1], positions=[0]))
+
+
+# --- overrides: the shapes real engines use pass ----------------------------------------
+
+
+@dataclass
+class DropsItsWrapper(ZeroCopy):
+    """The README's override: the wrapper is a plain field the override leaves out."""
+
+    num_prefills: int
+    slot_mapping: list[int]
+    decode_wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy({"decode_wrapper", *(skip_fields or ())})
+
+
+@dataclass
+class CopiesThenAdds(DropsItsWrapper):
+    """vLLM's override, written so that it leaves the caller's set alone."""
+
+    prefill_wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        skip = set(skip_fields or ())
+        skip.add("prefill_wrapper")
+        return super().asdict_zerocopy(skip)
+
+
+@dataclass
+class ReturnsItsOwnDict:
+    """A plain dataclass whose own method builds the dict by hand, as vLLM's base once did."""
+
+    num_tokens: int
+    slot_mapping: list[int]
+
+    def asdict_zerocopy(self, skip_fields=None):
+        skip = set(skip_fields or ())
+        for name in skip:
+            if name not in {f.name for f in dataclasses.fields(self)}:
+                raise ValueError(f"skip_fields names {name!r}, which is not a field")
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+
+
+@pytest.mark.parametrize("check", HELPERS)
 @pytest.mark.parametrize(
     "obj",
-    [
-        Metadata(True, [1, 2], wrapper=object()),
-        Slotted((1, 2)),
-        PlainMetadata(False, [3]),
-        TransparentOverride(True, [4], extra=object()),
-        Undecorated(False, [5]),
-        Empty(),
-    ],
+    [DropsItsWrapper(1, [0], object()), CopiesThenAdds(1, [0], object(), object()), ReturnsItsOwnDict(1, [0])],
     ids=lambda obj: type(obj).__name__,
 )
-def test_passes_on_correct_classes(obj):
-    assert_zerocopy(obj)
+def test_an_override_that_leaves_fields_out_and_keeps_the_rules_passes(check, obj):
+    check(obj)
 
 
-# --- classes it rejects -----------------------------------------------------------
+# --- overrides that break a rule -----------------------------------------------------------
 
 
 @dataclass
@@ -81,17 +298,13 @@ class Base(ZeroCopy):
 
 
 def broken(name: str, **methods: object) -> Base:
-    """An instance of a subclass of ``Base`` whose *methods* replace the generated ones."""
+    """An instance of a subclass of ``Base`` whose *methods* override the generated ones."""
     cls = dataclass(types.new_class(name, (Base,), exec_body=lambda ns: ns.update(methods)))
     return cls(object(), [1], object())
 
 
 def adds_a_key(self, skip_fields=None):
     return {**super(type(self), self).asdict_zerocopy(skip_fields), "attn_bias": None}
-
-
-def drops_a_key(self, skip_fields=None):
-    return super(type(self), self).asdict_zerocopy({"b", *(skip_fields or ())})
 
 
 def reorders_keys(self, skip_fields=None):
@@ -101,7 +314,7 @@ def reorders_keys(self, skip_fields=None):
 def copies_a_value(self, skip_fields=None):
     d = super(type(self), self).asdict_zerocopy(skip_fields)
     if "b" in d:
-        d["b"] = list(d["b"])
+        d["b"] = copy.copy(d["b"])
     return d
 
 
@@ -114,11 +327,19 @@ def accepts_unknown_names(self, skip_fields=None):
     return {k: v for k, v in super(type(self), self).asdict_zerocopy().items() if k not in skip}
 
 
-def changes_skip_fields(self, skip_fields=None):
+def removes_from_skip_fields(self, skip_fields=None):
     d = super(type(self), self).asdict_zerocopy(skip_fields)
     if isinstance(skip_fields, set):
         skip_fields.discard("a")
     return d
+
+
+def adds_to_skip_fields(self, skip_fields=None):
+    # vLLM's FlashInfer metadata did this with its decode wrapper.
+    if skip_fields is None:
+        skip_fields = set()
+    skip_fields.add("c")
+    return super(type(self), self).asdict_zerocopy(skip_fields)
 
 
 _cached: dict[int, dict[str, object]] = {}
@@ -134,8 +355,22 @@ def returns_a_mapping_proxy(self, skip_fields=None):
     return types.MappingProxyType(super(type(self), self).asdict_zerocopy(skip_fields))
 
 
+def drops_c_when_skipping(self, skip_fields=None):
+    # Meant to leave out one more name, it leaves out 'c' only when given some.
+    return super(type(self), self).asdict_zerocopy({*skip_fields, "c"} if skip_fields else None)
+
+
+def raises(self, skip_fields=None):
+    return {name: getattr(self, name) for name in ("a", "b", "c", "d")}
+
+
 def reorders_the_tuple(self):
     return tuple(reversed(super(type(self), self).astuple_zerocopy()))
+
+
+def copies_in_the_tuple(self):
+    a, b, c = super(type(self), self).astuple_zerocopy()
+    return (a, copy.copy(b), c)
 
 
 def returns_a_list(self):
@@ -143,47 +378,331 @@ def returns_a_list(self):
 
 
 BROKEN = [
-    ("AddsKey", {"asdict_zerocopy": adds_a_key}, r"unexpected \['attn_bias'\]"),
-    ("DropsKey", {"asdict_zerocopy": drops_a_key}, r"missing \['b'\]"),
-    ("ReordersKeys", {"asdict_zerocopy": reorders_keys}, "the order differs"),
-    ("CopiesValue", {"asdict_zerocopy": copies_a_value}, r"\['b'\] is not the object the instance holds"),
-    ("IgnoresSkip", {"asdict_zerocopy": ignores_skip_fields}, "with skip_fields="),
-    ("AcceptsUnknown", {"asdict_zerocopy": accepts_unknown_names}, "accepted skip_fields="),
-    ("ChangesSkip", {"asdict_zerocopy": changes_skip_fields}, "changed the skip_fields"),
-    ("OneDict", {"asdict_zerocopy": returns_one_dict}, "same dict twice"),
-    ("Proxy", {"asdict_zerocopy": returns_a_mapping_proxy}, "returned mappingproxy, not dict"),
-    ("ReordersTuple", {"astuple_zerocopy": reorders_the_tuple}, "astuple_zerocopy.*in order"),
-    ("ListTuple", {"astuple_zerocopy": returns_a_list}, "returned list, not tuple"),
+    (
+        "AddsKey",
+        adds_a_key,
+        r"has keys \['a', 'b', 'c', 'attn_bias'\]: unexpected \['attn_bias'\], which are not fields",
+    ),
+    ("ReordersKeys", reorders_keys, r"not in field order \['a', 'b', 'c'\]: the order differs"),
+    ("CopiesValue", copies_a_value, r"obj.asdict_zerocopy\(\)\['b'\] is not the object the instance holds"),
+    (
+        "IgnoresSkip",
+        ignores_skip_fields,
+        r"\(skip_fields=\{'a'\}\) has keys .*: unexpected \['a'\], which skip_fields names",
+    ),
+    (
+        "AcceptsUnknown",
+        accepts_unknown_names,
+        r"\(skip_fields=\{'not_a_field'\}\) returned, but it must raise ValueError",
+    ),
+    ("RemovesFromSkip", removes_from_skip_fields, r"changed the skip_fields it was given: it removed \['a'\]"),
+    (
+        "AddsToSkip",
+        adds_to_skip_fields,
+        r"\(skip_fields=set\(\)\) changed the skip_fields it was given: it added \['c'\]",
+    ),
+    ("OneDict", returns_one_dict, r"obj.asdict_zerocopy\(\) returned the same dict twice"),
+    ("Proxy", returns_a_mapping_proxy, r"obj.asdict_zerocopy\(\) returned mappingproxy, not dict"),
+    (
+        "DropsWhenSkipping",
+        drops_c_when_skipping,
+        r"\(skip_fields=\{'a'\}\) has keys \['b'\], expected \['b', 'c'\]: "
+        r"missing \['c'\], which it returns when called with no arguments",
+    ),
+    ("Raises", raises, r"obj.asdict_zerocopy\(\) raised AttributeError: .*'d'"),
 ]
 
 
-@pytest.mark.parametrize(("name", "methods", "difference"), BROKEN, ids=[case[0] for case in BROKEN])
-def test_fails_naming_the_class_and_the_difference(name, methods, difference):
-    obj = broken(name, **methods)
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(("name", "method", "difference"), BROKEN, ids=[case[0] for case in BROKEN])
+def test_a_broken_override_is_named_with_the_call_and_the_difference(check, name, method, difference):
+    obj = broken(name, asdict_zerocopy=method)
     with pytest.raises(AssertionError, match=difference) as error:
-        assert_zerocopy(obj)
-    assert str(error.value).startswith(f"{type(obj).__qualname__}: ")
+        check(obj)
+    assert str(error.value).startswith(f"{name}: the override {name}.asdict_zerocopy: obj.asdict_zerocopy(")
+
+
+BROKEN_TUPLES = [
+    ("ReordersTuple", reorders_the_tuple, r"holds the values of \['c', 'b', 'a'\], which are not field values in"),
+    ("CopiesInTuple", copies_in_the_tuple, r"holds the values of \['a', '\?', 'c'\]"),
+    ("ListTuple", returns_a_list, r"returned list, not tuple"),
+]
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(("name", "method", "difference"), BROKEN_TUPLES, ids=[case[0] for case in BROKEN_TUPLES])
+def test_a_broken_astuple_override_is_named_with_the_difference(check, name, method, difference):
+    obj = broken(name, astuple_zerocopy=method)
+    with pytest.raises(AssertionError, match=difference) as error:
+        check(obj)
+    assert str(error.value).startswith(f"{name}: the override {name}.astuple_zerocopy: obj.astuple_zerocopy() ")
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_an_astuple_override_may_leave_values_out_in_field_order(check):
+    def drops_b(self):
+        a, _, c = super(type(self), self).astuple_zerocopy()
+        return (a, c)
+
+    check(broken("DropsFromTuple", astuple_zerocopy=drops_b))
 
 
 def test_a_faithful_override_made_the_same_way_passes():
-    # A class made by ``broken`` with a faithful override passes, so each
-    # failure above comes from its method's one defect.
+    # So each failure above comes from its method's one defect.
     def correct(self, skip_fields=None):
         return super(type(self), self).asdict_zerocopy(skip_fields)
 
-    assert_zerocopy(broken("Correct", asdict_zerocopy=correct))
+    obj = broken("Correct", asdict_zerocopy=correct)
+    assert_zerocopy(obj)
+    assert_zerocopy_class(type(obj))
 
 
-# --- what it accepts as an argument -----------------------------------------------
+def test_an_override_in_a_base_is_named_by_its_class():
+    @dataclass
+    class Sub(broken("InBase", asdict_zerocopy=reorders_keys).__class__):
+        d: object = None
+
+    with pytest.raises(AssertionError, match=r"^Sub: the override InBase.asdict_zerocopy: obj.asdict_zerocopy\(\)"):
+        assert_zerocopy_class(Sub)
+
+
+def test_an_override_reached_through_another_is_called_through_super():
+    @dataclass
+    class Inner(Base):
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super().asdict_zerocopy(skip_fields)
+            return {**d, "b": copy.copy(d["b"])} if "b" in d else d
+
+    @dataclass
+    class Outer(Inner):
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy(skip_fields)
+
+    pattern = r"^Outer: the override Inner.asdict_zerocopy: super\(Outer, obj\).asdict_zerocopy\(\)\['b'\] is not"
+    with pytest.raises(AssertionError, match=pattern):
+        assert_zerocopy_class(Outer)
+
+
+# --- generated code that breaks is blamed, not the override ----------------------------------
+
+
+def test_broken_generated_code_is_blamed_before_the_override(monkeypatch):
+    def drops_slot_mapping(obj, skip_fields=None):
+        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return {k: v for k, v in values.items() if k != "slot_mapping" and k not in (skip_fields or ())}
+
+    monkeypatch.setattr(metakit.testing, "asdict_zerocopy", drops_slot_mapping)
+    obj = DropsItsWrapper(1, [0], object())
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy(obj)
+    assert str(error.value).startswith(
+        "DropsItsWrapper: the generated code: metakit.asdict_zerocopy(obj) has keys ['num_prefills', 'decode_wrapper'],"
+        " expected ['num_prefills', 'slot_mapping', 'decode_wrapper']: missing ['slot_mapping']"
+    )
+
+
+def test_generated_code_for_other_fields_that_super_reaches_is_blamed():
+    @dataclass
+    class Other(ZeroCopy):
+        a: object = None
+
+    class Mixin:
+        # Generated code for Other's fields, where an override's super() lands.
+        asdict_zerocopy = vars(Other)["asdict_zerocopy"]
+
+    @dataclass
+    class Reaches(Mixin):
+        a: object = None
+        b: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy(skip_fields)
+
+    expected = (
+        "Reaches: the generated code that super().asdict_zerocopy() in Reaches.asdict_zerocopy reaches:"
+        " super(Reaches, obj).asdict_zerocopy() has keys ['a'], expected ['a', 'b']: missing ['b']"
+    )
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(Reaches)
+    assert str(error.value) == expected
+
+
+def test_a_generated_method_that_returns_the_same_dict_is_blamed_as_generated(monkeypatch):
+    kept = {}
+
+    def one_dict(obj, skip_fields=None):
+        return kept.setdefault(skip_fields is None, metakit._functions.asdict_zerocopy(obj, skip_fields))
+
+    monkeypatch.setattr(metakit.testing, "asdict_zerocopy", one_dict)
+    with pytest.raises(
+        AssertionError, match=r"^Frozen: the generated code: metakit.asdict_zerocopy\(obj\) returned the same"
+    ):
+        assert_zerocopy_class(Frozen)
+
+
+# --- fields a bare instance cannot hold -------------------------------------------------------
+
+
+class Converted:
+    """The dataclass docs' descriptor: it converts what it is given with int()."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return 0 if obj is None else getattr(obj, self.attribute, 0)
+
+    def __set__(self, obj: object, value: Any) -> None:
+        setattr(obj, self.attribute, int(value))
+
+
+@dataclass
+class WithConversion(ZeroCopy):
+    seq_lens: list[int]
+    num_tokens: int = Converted()  # type: ignore[assignment]
+
+
+def test_a_field_that_refuses_a_sentinel_is_named_rather_than_reported_as_different():
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(WithConversion)
+    message = str(error.value)
+    assert message.startswith("WithConversion: field 'num_tokens' cannot be set on a bare instance")
+    assert "raised TypeError" in message
+    assert "assert_zerocopy(obj)" in message
+    assert_zerocopy(WithConversion([1], 3))  # an instance you make works
+
+
+class Stringified(Stored):
+    def __set__(self, obj: object, value: object) -> None:
+        setattr(obj, self.attribute, str(value))
+
+
+def test_a_field_that_stores_something_else_passes_and_is_noted_in_a_failure():
+    @dataclass
+    class WithStringified(ZeroCopy):
+        name: object = Stringified(default="")
+
+    assert_zerocopy_class(WithStringified)
+
+    @dataclass
+    class Reordered(WithStringified):
+        other: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return dict(reversed(super().asdict_zerocopy(skip_fields).items()))
+
+    with pytest.raises(AssertionError, match=r"the order differs \(note: field 'name' does not read back the sentinel"):
+        assert_zerocopy_class(Reordered)
+
+
+def test_an_abstract_class_has_no_bare_instance():
+    @dataclass
+    class Abstract(metaclass=ABCZeroCopyFields):
+        seq_lens: list[int]
+
+        @abc.abstractmethod
+        def prefill_metadata(self) -> object: ...
+
+    with pytest.raises(
+        AssertionError, match=r"^Abstract: assert_zerocopy_class cannot make a bare instance: .*abstract"
+    ):
+        assert_zerocopy_class(Abstract)
+
+
+# --- replace, where metakit has it --------------------------------------------------------
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(
+    "obj", [Metadata(True, [1]), Slotted((1,)), WithInitVar([1], 2)], ids=lambda o: type(o).__name__
+)
+def test_a_replace_that_agrees_with_dataclasses_replace_passes(monkeypatch, check, obj):
+    monkeypatch.setattr(metakit, "replace", dataclasses.replace, raising=False)
+    check(obj)
+
+
+def returns_itself(obj, /, **changes):
+    return obj
+
+
+def copies_seq_lens(obj, /, **changes):
+    return dataclasses.replace(obj, seq_lens=copy.copy(obj.seq_lens), **changes)
+
+
+def returns_a_base(obj, /, **changes):
+    return Metadata(obj.is_prompt, obj.seq_lens, obj.wrapper)
+
+
+def refuses(obj, /, **changes):
+    raise TypeError("no")
+
+
+BROKEN_REPLACES = [
+    ("Itself", returns_itself, r"returned the instance itself, not a new one"),
+    ("Copies", copies_seq_lens, r"holds a new object in field 'seq_lens', where dataclasses.replace\(obj\) keeps"),
+    ("Base", returns_a_base, r"returned Metadata, not WithReplace"),
+    ("Raises", refuses, r"raised TypeError: no"),
+]
+
+
+@dataclass
+class WithReplace(Metadata):
+    pass
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(("name", "replace", "difference"), BROKEN_REPLACES, ids=[c[0] for c in BROKEN_REPLACES])
+def test_a_broken_replace_is_blamed_as_generated_code(monkeypatch, check, name, replace, difference):
+    monkeypatch.setattr(metakit, "replace", replace, raising=False)
+    with pytest.raises(AssertionError, match=difference) as error:
+        check(WithReplace(True, [1]))
+    assert str(error.value).startswith("WithReplace: the generated code: metakit.replace(obj) ")
+
+
+def test_replace_must_raise_where_dataclasses_replace_does(monkeypatch):
+    @dataclass
+    class NeedsScale(ZeroCopy):
+        lens: list[int]
+        scale: InitVar[int]
+
+        def __post_init__(self, scale: int) -> None:
+            pass
+
+    monkeypatch.setattr(metakit, "replace", dataclasses.replace, raising=False)
+    assert_zerocopy(NeedsScale([1], 2))  # both raise ValueError: the InitVar must be given
+    monkeypatch.setattr(metakit, "replace", lambda obj: obj.__class__(obj.lens, 1), raising=False)
+    with pytest.raises(AssertionError, match=r"metakit.replace\(obj\) returned, but dataclasses.replace\(obj\) raises"):
+        assert_zerocopy(NeedsScale([1], 2))
+
+
+def test_without_metakit_replace_the_helpers_still_run(monkeypatch):
+    monkeypatch.delattr(metakit, "replace", raising=False)
+    assert_zerocopy(Metadata(True, [1]))
+    assert_zerocopy_class(Metadata)
+
+
+# --- what the helpers accept as an argument ---------------------------------------------
 
 
 @pytest.mark.parametrize("cls", [Metadata, PlainMetadata])
-def test_a_class_instead_of_an_instance_raises_type_error(cls):
-    with pytest.raises(TypeError, match=f"got the class {re.escape(cls.__qualname__)} itself"):
+def test_a_class_given_to_assert_zerocopy_raises_type_error(cls):
+    pattern = f"got the class {re.escape(cls.__qualname__)} itself; use assert_zerocopy_class"
+    with pytest.raises(TypeError, match=pattern):
         assert_zerocopy(cls)
 
 
 @pytest.mark.parametrize("value", [3, "text", object(), [Metadata(True, [])]], ids=lambda v: type(v).__name__)
-def test_a_non_dataclass_raises_type_error(value):
+def test_a_non_dataclass_given_to_assert_zerocopy_raises_type_error(value):
     with pytest.raises(TypeError, match=f"{type(value).__qualname__} is not a dataclass"):
         assert_zerocopy(value)
+
+
+def test_an_instance_given_to_assert_zerocopy_class_raises_type_error():
+    with pytest.raises(TypeError, match="got an instance of Metadata; use assert_zerocopy"):
+        assert_zerocopy_class(Metadata(True, []))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cls", [int, ZeroCopy, type("NotADataclass", (ZeroCopy,), {})], ids=lambda c: c.__name__)
+def test_a_class_that_is_not_a_dataclass_given_to_assert_zerocopy_class_raises_type_error(cls):
+    with pytest.raises(TypeError, match=f"but {cls.__qualname__} is not a dataclass"):
+        assert_zerocopy_class(cls)
