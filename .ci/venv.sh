@@ -1,12 +1,29 @@
-# Shared by .ci/bench and .ci/check: find interpreters and keep virtual
-# environments up to date.  Source it; it defines functions only.
+#!/usr/bin/env bash
+# Create or update one virtual environment for working on metakit:
+#
+#     .ci/venv.sh DIR VERSION [EXTRAS [GROUPS]]
+#     .ci/venv.sh .venv 3.11 torch,bench dev      # what `make check` uses
+#     .ci/venv.sh .venv-3.12 3.12 "" test
+#
+# DIR is created with a CPython VERSION found on PATH (python3.12) or in
+# pyenv, and gets this project installed editable with EXTRAS (pyproject's
+# optional dependencies) and GROUPS (its PEP 735 dependency groups), under the
+# pins of .ci/constraints.txt.  The install is redone, in place, only when
+# pyproject.toml, the constraints or the arguments change; an environment
+# made by an older layout is upgraded the same way.  Prints nothing when
+# there is nothing to do.  Sourced (`source .ci/venv.sh`), it only defines
+# find_python and ensure_venv.
 
 # find_python VERSION: print the path of a CPython VERSION (e.g. 3.12), from
 # PATH or from pyenv; fail if there is none.
 find_python() {
-    local version=$1 candidate
-    for candidate in "python$version" "$(command -v pyenv >/dev/null && pyenv root)/versions/$(pyenv versions --bare 2>/dev/null | grep -E "^${version//./\\.}(\.[0-9]+)?$" | sort -V | tail -n 1)/bin/python"; do
-        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '$version'.split('.'))))" 2>/dev/null; then
+    local version=$1 candidate pyenv_dir=""
+    if command -v pyenv >/dev/null 2>&1; then
+        pyenv_dir="$(pyenv root)/versions/$(pyenv versions --bare 2>/dev/null | grep -E "^${version//./\\.}(\.[0-9]+)?$" | sort -V | tail -n 1)"
+    fi
+    for candidate in "python$version" "${pyenv_dir:+$pyenv_dir/bin/python}"; do
+        if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '$version'.split('.'))))" 2>/dev/null; then
             command -v "$candidate"
             return 0
         fi
@@ -15,23 +32,39 @@ find_python() {
     return 1
 }
 
-# ensure_venv DIR PYTHON EXTRAS: create DIR with PYTHON if it is missing, and
-# install this project in it, editable, with EXTRAS (e.g. "torch,bench").
-# The install is redone only when pyproject.toml or EXTRAS change.
+# ensure_venv DIR VERSION EXTRAS GROUPS: see the top of this file.
 ensure_venv() {
-    local dir=$1 python=$2 extras=$3
-    local stamp="$dir/.metakit-installed-${extras//,/-}"
-    local want
-    want="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
+    local dir=$1 version=$2 extras=${3:-} groups=${4:-}
+    local stamp="$dir/.metakit-installed" want python spec group
+    local -a group_args=()
+    want="$(cat pyproject.toml .ci/constraints.txt | sha256sum | cut -d' ' -f1) extras=$extras groups=$groups"
+    if [ -x "$dir/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        return 0
+    fi
     if [ ! -x "$dir/bin/python" ]; then
+        python="$(find_python "$version")" || return 1
         echo "--- creating $dir with $("$python" --version)"
         "$python" -m venv "$dir" || return 1
     fi
-    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        echo "--- installing metakit[$extras] into $dir"
-        rm -f "$stamp"
-        "$dir/bin/python" -m pip install --quiet --upgrade pip || return 1
-        "$dir/bin/python" -m pip install --quiet -e ".[$extras]" || return 1
-        echo "$want" > "$stamp"
-    fi
+    spec="."
+    [ -n "$extras" ] && spec=".[$extras]"
+    for group in ${groups//,/ }; do
+        group_args+=(--group "$group")
+    done
+    echo "--- installing metakit$([ -n "$extras" ] && echo "[$extras]")${groups:+ and the groups $groups} into $dir"
+    rm -f "$dir"/.metakit-installed*  # this stamp, and those of the older layout
+    # --group needs pip 25.1 or later.
+    "$dir/bin/python" -m pip install --quiet --upgrade "pip>=25.1" || return 1
+    "$dir/bin/python" -m pip install --quiet -c .ci/constraints.txt -e "$spec" ${group_args[@]+"${group_args[@]}"} || return 1
+    echo "$want" >"$stamp"
 }
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    cd "$(dirname "$0")/.."
+    if [ $# -lt 2 ] || [ $# -gt 4 ]; then
+        echo "usage: .ci/venv.sh DIR VERSION [EXTRAS [GROUPS]]" >&2
+        exit 2
+    fi
+    ensure_venv "$@"
+fi

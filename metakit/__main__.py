@@ -1,13 +1,25 @@
-"""metakit's command line: ``python -m metakit {bench,show,stubgen} ...``."""
+"""metakit's command line: ``metakit {bench,show,stubgen} ...``, or ``python -m metakit ...``.
+
+Every error a user can cause (a bad argument, a module that cannot be
+imported or raises, an output path that cannot be written) exits with
+status 2 and one line on stderr, before any work is done; Ctrl-C exits with
+status 130.  Neither prints a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import sysconfig
+import types
 from collections.abc import Sequence
+from pathlib import Path
 
-from metakit import generated_source
+import metakit
+from metakit._fields import METHOD_NAMES
+from metakit._functions import is_generated
 
 _COMMANDS = {
     "bench": "measure metakit against its peers on the example engine metadata",
@@ -15,49 +27,175 @@ _COMMANDS = {
     "stubgen": "write .pyi stubs with exact TypedDicts: stubgen MODULE [-o DIR]",
 }
 
+_INTERRUPTED = 130
+"""The exit status of a program stopped by SIGINT (128 + 2), as shells report it."""
+
+
+class UsageError(Exception):
+    """A mistake of the user's: printed as one line, exit status 2."""
+
+
+def program_name() -> str:
+    """How the program was invoked: ``metakit`` (the console script) or ``python -m metakit``."""
+    return "metakit" if Path(sys.argv[0]).stem == "metakit" else "python -m metakit"
+
+
+def _usage(prog: str) -> str:
+    width = max(map(len, _COMMANDS))
+    lines = [f"  {name:<{width}}  {text}" for name, text in _COMMANDS.items()]
+    return (
+        f"usage: {prog} [--version] {{{','.join(_COMMANDS)}}} ...\n\ncommands:\n"
+        + "\n".join(lines)
+        + f"\n\n'{prog} COMMAND --help' describes each command's arguments."
+    )
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the process's exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in _COMMANDS:
-        width = max(map(len, _COMMANDS))
-        lines = [f"  {name:<{width}}  {text}" for name, text in _COMMANDS.items()]
-        print("usage: python -m metakit {bench,show,stubgen} ...\n\ncommands:\n" + "\n".join(lines))
-        if args and args[0] not in ("-h", "--help"):
-            print(f"\nerror: unknown command {args[0]!r}", file=sys.stderr)
-            return 2
-        return 0 if args else 2
-    command, rest = args[0], args[1:]
+    prog = program_name()
+    try:
+        return _run(prog, args)
+    except UsageError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return _INTERRUPTED
+
+
+def _run(prog: str, args: list[str]) -> int:
+    command, rest = (args[0], args[1:]) if args else ("", [])
+    if command in ("-h", "--help", "--version"):
+        print(_usage(prog) if command != "--version" else f"metakit {metakit.__version__}")
+        return 0
+    if command not in _COMMANDS:
+        print(_usage(prog), file=sys.stderr)
+        if command:
+            print(f"\n{prog}: error: unknown command {command!r}", file=sys.stderr)
+        return 2
     if command == "show":
-        return _show(rest)
-    # Each command's module parses its own arguments.
-    module = importlib.import_module(f"metakit.{command}")
-    status: int = module.main(rest)
+        return _show(f"{prog} show", rest)
+    if command == "bench":
+        from metakit import bench
+
+        return bench.main(rest, prog=f"{prog} bench")
+    _check_stubgen(rest)
+    from metakit import stubgen
+
+    try:
+        status: int = stubgen.main(rest)
+    except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
+        raise UsageError(f"cannot write the stub: {error}") from None
     return status
 
 
-def _show(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m metakit show", description=_COMMANDS["show"])
+def import_user_module(name: str) -> types.ModuleType:
+    """Import the user's module *name*; anything it raises becomes a ``UsageError``."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise UsageError(f"cannot import {name!r}: {error}") from None
+    except Exception as error:
+        raise UsageError(f"importing {name!r} raised {type(error).__qualname__}: {error}") from None
+
+
+def _show(prog: str, argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=_COMMANDS["show"])
     parser.add_argument("target", metavar="MODULE:CLASS", help="e.g. metakit.examples.engine:FlashAttentionMetadata")
     target = parser.parse_args(argv).target
     module_name, _, qualname = target.partition(":")
     if not module_name or not qualname:
-        parser.error(f"expected MODULE:CLASS, got {target!r}")
-    try:
-        obj: object = importlib.import_module(module_name)
-    except ImportError as error:
-        parser.error(f"cannot import {module_name!r}: {error}")
+        raise UsageError(f"expected MODULE:CLASS, got {target!r}")
+    obj: object = import_user_module(module_name)
     for part in qualname.split("."):
-        if not hasattr(obj, part):
-            parser.error(f"module {module_name!r} has no class {qualname!r}")
-        obj = getattr(obj, part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"module {module_name!r} has no class {qualname!r}") from None
+        except Exception as error:
+            raise UsageError(f"looking up {qualname!r} raised {type(error).__qualname__}: {error}") from None
     if not isinstance(obj, type):
-        parser.error(f"{target} is not a class")
+        raise UsageError(f"{target} is not a class")
     try:
-        print(generated_source(obj), end="")
+        source = metakit.generated_source(obj)
     except TypeError as error:
-        parser.error(str(error))
+        raise UsageError(str(error)) from None
+    for note in _show_notes(obj):
+        print(f"note: {note}", file=sys.stderr)
+    print(source, end="")
     return 0
+
+
+def _show_notes(cls: type) -> list[str]:
+    """What a reader of ``show``'s output must know: whose code it is, and which methods it is not."""
+    name = cls.__qualname__
+    if not isinstance(cls, metakit.ZeroCopyFields):
+        return [
+            f"{name} is a plain dataclass (its metaclass is not ZeroCopyFields), so it has no generated methods;"
+            " this is the code that metakit.asdict_zerocopy() and metakit.astuple_zerocopy() run for its instances"
+        ]
+    return [
+        f"{name}.{method} is the class's own method, not the code below, which super().{method}() and the"
+        " function forms run"
+        for method in METHOD_NAMES
+        if hasattr(cls, method) and not is_generated(getattr(cls, method))
+    ]
+
+
+def _check_stubgen(argv: list[str]) -> None:
+    """Check what ``stubgen`` will need before it runs: the module imports and the output can be written.
+
+    Warns when the stub would shadow the real one of a module of the
+    standard library or of another installed project.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("module", nargs="?")
+    parser.add_argument("-o", "--output", default="stubs")
+    known, _ = parser.parse_known_args(argv)
+    if known.module is None or "-h" in argv or "--help" in argv:
+        return  # stubgen's own parser says what is missing, or prints its help
+    problem = directory_problem(Path(known.output))
+    if problem:
+        raise UsageError(f"cannot write stubs to {known.output}: {problem}")
+    module = import_user_module(known.module)
+    owner = _foreign_owner(module)
+    if owner:
+        print(
+            f"warning: {known.module} is a module of {owner}; a stub for it in {known.output} would shadow its"
+            " real one (or typeshed's) for every checker that reads that directory",
+            file=sys.stderr,
+        )
+
+
+def _foreign_owner(module: types.ModuleType) -> str | None:
+    """``the standard library`` or ``an installed project`` if *module* is theirs, else None."""
+    top = module.__name__.partition(".")[0]
+    if top in sys.stdlib_module_names:
+        return "the standard library"
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        return None
+    path = Path(origin).resolve()
+    paths = sysconfig.get_paths()
+    for key in ("purelib", "platlib"):
+        if path.is_relative_to(Path(paths[key]).resolve()):
+            return "an installed project"
+    return None
+
+
+def directory_problem(directory: Path) -> str | None:
+    """Why files cannot be written under *directory* (made if missing), or None if they can."""
+    existing = directory
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ class Run:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     out = tmp_path_factory.mktemp("bench")
     json_path, png_path = out / "bench.json", out / "bench.png"
-    command = [sys.executable, "-m", "metakit", "bench", "--quick", "--json", str(json_path), "--plot", str(png_path)]
+    command = [sys.executable, "-m", "metakit", "bench", "--quick", "--json", str(json_path)]
+    if HAS_MATPLOTLIB:
+        command += ["--plot", str(png_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(json_path.read_text(encoding="utf-8"))
@@ -170,9 +172,57 @@ def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
 def test_plot_is_a_png_when_matplotlib_is_installed(run: Run) -> None:
     if HAS_MATPLOTLIB:
         assert run.png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    else:
+    else:  # the run was not asked for one: see test_usage_errors_exit_with_status_2_before_running
         assert not run.png.exists()
-        assert "matplotlib is not installed: no chart will be written" in run.stderr
+
+
+def _without(*names: str) -> Any:
+    """``report.installed`` as if only the distributions *names* were not installed."""
+    return lambda name: None if name in names else "1.0"
+
+
+@pytest.mark.parametrize(
+    ("argv", "missing", "message"),
+    [
+        (
+            ["--json", "/no/such/dir/x.json"],
+            (),
+            "cannot write --json /no/such/dir/x.json: there is no directory /no/such/dir",
+        ),
+        (
+            ["--plot", "/no/such/dir/x.png"],
+            (),
+            "cannot write --plot /no/such/dir/x.png: there is no directory /no/such/dir",
+        ),
+        (["--json", "."], (), "cannot write --json .: . is a directory"),
+        (["--plot", "x.png"], ("matplotlib",), "--plot needs matplotlib: pip install 'metakit[bench]' (or matplotlib)"),
+        (["--distributed"], ("torch",), "--distributed needs torch: pip install 'metakit[torch]'"),
+        (["--distributed"], ("torch", "numpy"), "--distributed needs torch and numpy: pip install 'metakit[torch]'"),
+        (["--distributed", "--plot", "x.png"], (), "--plot does not apply to --distributed"),
+    ],
+    ids=[
+        "json dir",
+        "plot dir",
+        "json is a dir",
+        "no matplotlib",
+        "no torch",
+        "no torch nor numpy",
+        "plot distributed",
+    ],
+)
+def test_usage_errors_exit_with_status_2_before_running(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    missing: tuple[str, ...],
+    message: str,
+) -> None:
+    monkeypatch.setattr(report, "installed", _without(*missing))
+    monkeypatch.setattr(bench, "_run", lambda quick, progress: pytest.fail("the benchmark ran"))
+    monkeypatch.setattr(bench, "_broadcast_benchmark", lambda: pytest.fail("the broadcast benchmark ran"))
+    assert bench.main(argv, prog="metakit bench") == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"metakit bench: error: {message}\n")
 
 
 def test_a_contender_with_a_wrong_result_makes_the_benchmark_fail(
@@ -200,6 +250,7 @@ def test_distributed_delegates_to_the_broadcast_benchmark(monkeypatch: pytest.Mo
     module.__spec__ = importlib.machinery.ModuleSpec(name, None)
     module.main = main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(report, "installed", lambda name: "1.0")  # torch and numpy, as far as the check sees
     assert bench.main(["--distributed", "--quick", "--json", "out.json"]) == 7
     assert bench.main(["--distributed"]) == 7
     assert calls == [(True, "out.json"), (False, None)]

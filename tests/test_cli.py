@@ -37,6 +37,14 @@ class Plain:
     seq_len: int
 
 
+@dataclass
+class Overriding(ZeroCopy):
+    seq_len: int
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy(skip_fields)
+
+
 class NotADataclass:
     pass
 
@@ -64,7 +72,7 @@ def run(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str
     )
 
 
-@pytest.mark.parametrize("qualname", ["Step", "Outer.Inner", "Plain"])
+@pytest.mark.parametrize("qualname", ["Step", "Outer.Inner", "Plain", "Overriding"])
 def test_show_prints_the_generated_source(example, qualname):
     result = run("show", f"{MODULE}:{qualname}", path=example)
     assert result.returncode == 0, result.stderr
@@ -75,13 +83,35 @@ def test_show_prints_the_generated_source(example, qualname):
     first, second = result.stdout.splitlines()[:2]
     assert first == f"# metakit: the generated methods of {MODULE}.{cls.__qualname__}"
     assert second == "def asdict_zerocopy(self, skip_fields=None):"
-    assert result.stderr == ""
+    if qualname in ("Step", "Outer.Inner"):
+        assert result.stderr == ""
+
+
+def test_show_on_a_plain_dataclass_says_it_shows_what_the_function_forms_run(example):
+    result = run("show", f"{MODULE}:Plain", path=example)
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        "note: Plain is a plain dataclass (its metaclass is not ZeroCopyFields), so it has no generated methods;"
+        " this is the code that metakit.asdict_zerocopy() and metakit.astuple_zerocopy() run for its instances"
+    ]
+    assert "has no generated methods" not in result.stdout
+
+
+def test_show_on_a_class_with_its_own_method_says_which_method_is_not_shown(example):
+    result = run("show", f"{MODULE}:Overriding", path=example)
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        "note: Overriding.asdict_zerocopy is the class's own method, not the code below, which"
+        " super().asdict_zerocopy() and the function forms run"
+    ]
 
 
 def test_show_leaves_omit_fields_out(example):
     result = run("show", f"{MODULE}:Step", path=example)
-    assert "'slot_mapping': self.slot_mapping," in result.stdout
-    assert "wrapper" not in result.stdout
+    asdict, astuple = (text for text in result.stdout.split("\n\n\n") if text.startswith(("# metakit", "def astuple")))
+    assert "'slot_mapping': self.slot_mapping," in asdict
+    assert "wrapper" not in asdict
+    assert "wrapper" not in astuple
 
 
 @pytest.mark.parametrize(
@@ -120,18 +150,21 @@ def test_show_without_a_target_exits_with_status_2():
     assert "MODULE:CLASS" in result.stderr
 
 
-def test_no_command_prints_usage_and_exits_with_status_2():
+def test_no_command_prints_usage_to_stderr_and_exits_with_status_2():
     result = run()
     assert result.returncode == 2
-    assert "usage: python -m metakit" in result.stdout
+    assert result.stderr.startswith("usage: python -m metakit [--version] {bench,show,stubgen} ...")
     for command in ("bench", "show", "stubgen"):
-        assert command in result.stdout
+        assert f"  {command}  " in result.stderr
+    assert result.stdout == ""
 
 
-def test_unknown_command_exits_with_status_2_and_names_it():
+def test_unknown_command_prints_usage_to_stderr_and_names_it():
     result = run("frobnicate")
     assert result.returncode == 2
-    assert "unknown command 'frobnicate'" in result.stderr
+    assert result.stderr.startswith("usage: python -m metakit")
+    assert result.stderr.endswith("python -m metakit: error: unknown command 'frobnicate'\n")
+    assert result.stdout == ""
 
 
 def test_help_prints_usage_and_exits_with_status_0():

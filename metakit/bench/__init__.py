@@ -84,9 +84,9 @@ def _broadcast_benchmark() -> ModuleType:
     return importlib.import_module(name)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m metakit bench",
+        prog=prog,
         description="Measure metakit against its peers on the example engine metadata.",
     )
     parser.add_argument("--quick", action="store_true", help="a shorter run: under 30 s")
@@ -141,33 +141,53 @@ def _run(quick: bool, progress: Progress) -> dict[str, Any]:
     }
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Sequence[str], prog: str = "python -m metakit bench") -> int:
     """Run ``python -m metakit bench``; return the exit status.
 
-    The status is 1 only if the benchmark is broken, never because a target
-    was missed.
+    The status is 2 for a usage error, found before anything runs (an output
+    path that cannot be written, a missing optional dependency); 1 only if
+    the benchmark is broken, never because a target was missed.
     """
-    parser = _parser()
-    args = parser.parse_args(list(argv))
+    args = _parser(prog).parse_args(list(argv))
+    problem = _usage_problem(args)
+    if problem:
+        print(f"{prog}: error: {problem}", file=sys.stderr)
+        return 2
     if args.distributed:
-        if args.plot:
-            parser.error("--plot does not apply to --distributed")
         status: int = _broadcast_benchmark().main(quick=args.quick, json_path=args.json)
         return status
-    can_plot = report.installed("matplotlib") is not None
-    if args.plot and not can_plot:
-        print(f"matplotlib is not installed: no chart will be written to {args.plot}", file=sys.stderr)
     progress = Progress()
     try:
         results = _run(args.quick, progress)
     except Broken as error:
         print(f"error: the benchmark is broken: {error}", file=sys.stderr)
         return 1
-    if args.json:
-        report.write_json(args.json, results)
-        print(f"wrote {args.json}")
-    if args.plot and can_plot:
-        write_plot(args.plot, results)
-        print(f"wrote {args.plot}")
+    try:
+        if args.json:
+            report.write_json(args.json, results)
+            print(f"wrote {args.json}")
+        if args.plot:
+            write_plot(args.plot, results)
+            print(f"wrote {args.plot}")
+    except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
     progress.phase(f"done in {results['seconds']:.1f} s")
     return 0
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What makes the run impossible as asked, found before it starts; None if nothing."""
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        problem = path and report.output_problem(path)
+        if problem:
+            return f"cannot write {option} {path}: {problem}"
+    if args.distributed:
+        if args.plot:
+            return "--plot does not apply to --distributed"
+        missing = [name for name in ("torch", "numpy") if report.installed(name) is None]
+        if missing:
+            return f"--distributed needs {' and '.join(missing)}: pip install 'metakit[torch]'"
+    elif args.plot and report.installed("matplotlib") is None:
+        return "--plot needs matplotlib: pip install 'metakit[bench]' (or matplotlib)"
+    return None

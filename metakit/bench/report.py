@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,3 +51,19 @@ def write_json(path: str, report: Mapping[str, Any]) -> None:
 def format_number(value: float | None, digits: int = 1) -> str:
     """*value* with thousands separators and *digits* decimals; ``-`` for None (not measured)."""
     return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def output_problem(path: str) -> str | None:
+    """Why a file cannot be written at *path*, or None if it can.
+
+    Checked before a run, so that a long run does not end in an error.
+    """
+    target = Path(path)
+    if target.is_dir():
+        return f"{path} is a directory"
+    parent = target.parent
+    if not parent.is_dir():
+        return f"there is no directory {parent}"
+    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return f"{path} is not writable"
+    return None

@@ -1,0 +1,87 @@
+# metakit's tasks.  Two commands do all the set-up on a fresh machine:
+#
+#     make bench    # the demo and the full benchmark, in .venv (Python 3.11, torch)
+#     make check    # every check CI runs (.ci/run is `make check`)
+#
+# Every step of `make check` also runs on its own: `make lint`, `make types`,
+# `make test` (3.11, with torch), `make test-3.10` (or 3.12, 3.13: without
+# torch), `make bench-quick`, `make package`.  `make help` lists them all.
+#
+# The virtual environments (.venv, .venv-3.10, ...) are made from python3.X
+# on PATH or in pyenv and kept up to date by .ci/venv.sh: each step installs
+# what it needs first, and only what changed.  Arguments for pytest or the
+# benchmark go in ARGS: `make test ARGS="-k replace -x"`, `make bench ARGS=--quick`.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+PYTHON_VERSION := 3.11
+OTHER_VERSIONS := 3.10 3.12 3.13
+VENV := .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+
+# With METAKIT_NO_SKIPS=1 a skipped test fails the run (tests/conftest.py).
+PYTEST := METAKIT_NO_SKIPS=1 $(PY) -m pytest
+
+step = @echo && echo "=== $(1)"
+
+.PHONY: help check bench bench-quick lint format types test test-$(PYTHON_VERSION) \
+	$(OTHER_VERSIONS:%=test-%) package mypy-matrix venv $(OTHER_VERSIONS:%=venv-%)
+
+help:  ## list the targets
+	@echo "usage: make TARGET [ARGS=...]"
+	@grep -E '^[a-z0-9.%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## /  \1\t/' | expand -t 18
+	@echo "  $(OTHER_VERSIONS:%=test-%)" | expand -t 18
+	@echo "                  the tests that need no torch, on that Python"
+
+check: lint types test $(OTHER_VERSIONS:%=test-%) bench-quick package  ## every check, as CI runs it
+	$(call step,all checks passed)
+
+bench: venv  ## the demo and the full benchmark (about 1.5 minutes)
+	$(PY) -m metakit bench $(ARGS)
+
+bench-quick: venv  ## bench --quick and bench --quick --distributed: a missed target is printed, not a failure
+	$(call step,benchmark: bench --quick; then the broadcast benchmark)
+	$(PY) -m metakit bench --quick
+	$(PY) -m metakit bench --quick --distributed
+
+lint: venv  ## ruff check and ruff format --check
+	$(call step,lint: ruff)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv  ## ruff format and ruff check --fix: change the files
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+types: venv  ## mypy --strict on metakit/, as Python 3.10 and as 3.13 see it
+	$(call step,types: mypy --strict on metakit/)
+	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --python-version 3.13
+
+test: venv  ## every test, on Python 3.11 with torch
+	$(call step,tests on Python $(PYTHON_VERSION) with torch)
+	$(PY) -c "import torch"  # the torch tests must run, not be skipped
+	$(PYTEST) $(ARGS)
+
+test-$(PYTHON_VERSION): test
+
+$(OTHER_VERSIONS:%=test-%): test-%: venv-%  ## the tests that need no torch, on that Python
+	$(call step,tests without torch on Python $*)
+	METAKIT_NO_SKIPS=1 .venv-$*/bin/python -m pytest --ignore=tests/torch $(ARGS)
+
+package: venv  ## build the wheel and sdist, check what they hold, use the wheel from a fresh venv
+	$(call step,package: wheel and sdist)
+	.ci/package-check
+
+mypy-matrix:  ## the mypy plugin's tests against the oldest mypy it supports, 1.12
+	.ci/mypy-matrix $(ARGS)
+
+venv:  ## create or update .venv: Python 3.11, metakit[torch,bench] and the dev tools
+	@.ci/venv.sh $(VENV) $(PYTHON_VERSION) torch,bench dev
+
+$(OTHER_VERSIONS:%=venv-%): venv-%:
+	@.ci/venv.sh .venv-$* $* "" test
