@@ -39,12 +39,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import Final, NamedTuple
 
 # mypy.types first: mypy.expandtype imports it and is imported back by it.
 from mypy.types import (
     AnyType,
     CallableType,
+    FunctionLike,
     Instance,
     LiteralType,
     NoneType,
@@ -62,36 +63,55 @@ from mypy.types import (
 from mypy.errorcodes import ErrorCode
 from mypy.expandtype import expand_type, expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
+from mypy.messages import format_type
+from mypy.mro import MroError, calculate_mro
 from mypy.nodes import (
     ARG_NAMED,
     ARG_OPT,
     ARG_POS,
     ARG_STAR2,
+    MDEF,
     Argument,
     AssignmentStmt,
     Block,
     CallExpr,
+    ClassDef,
     DictExpr,
     Expression,
     IfStmt,
     ListExpr,
     NameExpr,
+    OpExpr,
     RefExpr,
     SetExpr,
     StrExpr,
+    SymbolTable,
+    SymbolTableNode,
     TupleExpr,
     TypeInfo,
     Var,
 )
-from mypy.plugin import CheckerPluginInterface, ClassDefContext, FunctionContext, MethodContext, Plugin
+from mypy.plugin import (
+    CheckerPluginInterface,
+    ClassDefContext,
+    FunctionContext,
+    FunctionSigContext,
+    MethodContext,
+    MethodSigContext,
+    Plugin,
+    SemanticAnalyzerPluginInterface,
+)
 from mypy.plugins.common import add_attribute_to_class, add_method_to_class
+from mypy.plugins.dataclasses import dataclass_tag_callback, replace_function_sig_callback
+from mypy.plugins.default import typed_dict_get_callback, typed_dict_get_signature_callback
 from mypy.server.trigger import make_trigger, make_wildcard_trigger
+from mypy.subtypes import is_subtype
+from mypy.typeops import make_simplified_union
 
-from metakit import _meta
-from metakit._codegen import ASDICT, ASTUPLE
-from metakit._functions import asdict_zerocopy, astuple_zerocopy
+from metakit import _functions, _meta
+from metakit._fields import ASDICT, ASTUPLE, OMIT_KEY, is_omitted
 
-__version__ = "1"
+__version__ = "2"
 """The plugin's own version: bump it when its behaviour changes, so that
 mypy's caches made with the old behaviour go stale."""
 
@@ -102,8 +122,13 @@ _TAG_SYMBOL: Final = "__metakit-tag"
 
 _METACLASS: Final = f"{_meta.ZeroCopyFields.__module__}.{_meta.ZeroCopyFields.__qualname__}"
 _BASE: Final = f"{_meta.ZeroCopy.__module__}.{_meta.ZeroCopy.__qualname__}"
-_OMIT: Final = f"{_meta.__name__}.OMIT"
-_FUNCTIONS: Final = {f"{f.__module__}.{f.__qualname__}": f.__name__ for f in (asdict_zerocopy, astuple_zerocopy)}
+_OMIT: Final = f"{is_omitted.__module__}.OMIT"  # where OMIT is defined
+_FUNCTIONS: Final = {f"{_functions.__name__}.{name}": name for name in (ASDICT, ASTUPLE)}
+_REPLACE: Final = f"{_functions.__name__}.replace"
+_DATACLASS_DECORATORS: Final = frozenset({"dataclasses.dataclass"})
+# The class that each tagged class's TypedDicts fall back to (see
+# ``_add_fallback``): a name that no code can spell.
+_FALLBACK: Final = "__metakit-dict"
 
 METAKIT_ERROR: Final = ErrorCode("metakit", "Check calls of metakit's zero-copy conversions", "metakit")
 
@@ -121,6 +146,13 @@ def plugin(version: str) -> type[Plugin]:
 class ZeroCopyPlugin(Plugin):
     """Types the conversions of the classes that ``ZeroCopyFields`` makes."""
 
+    def get_class_decorator_hook(self, fullname: str) -> Callable[[ClassDefContext], None] | None:
+        # mypy asks the plugins in turn and takes the first hook it gets, so
+        # this one also runs the tagging that mypy's dataclass support does.
+        if fullname in _DATACLASS_DECORATORS:
+            return _tag_dataclass
+        return None
+
     def get_metaclass_hook(self, fullname: str) -> Callable[[ClassDefContext], None] | None:
         # Runs only for an explicit ``metaclass=``; subclasses come through
         # ``get_base_class_hook``.
@@ -135,6 +167,11 @@ class ZeroCopyPlugin(Plugin):
             return _tag_class
         return None
 
+    def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
+        if fullname.endswith(_FALLBACK_GET):
+            return typed_dict_get_signature_callback
+        return None
+
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         # *fullname* names the receiver's class, not the one that defines the
         # method, so the hook itself checks that the method is metakit's.
@@ -143,6 +180,15 @@ class ZeroCopyPlugin(Plugin):
             return _asdict_method
         if method == ASTUPLE:
             return _astuple_method
+        if fullname.endswith(_FALLBACK_GET):
+            return typed_dict_get_callback
+        return None
+
+    def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        if fullname == _REPLACE:
+            # The same signature mypy gives ``dataclasses.replace``: the
+            # fields' names and types, every one optional and by keyword.
+            return replace_function_sig_callback
         return None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
@@ -152,6 +198,9 @@ class ZeroCopyPlugin(Plugin):
         if function == ASTUPLE:
             return _astuple_function
         return None
+
+
+_FALLBACK_GET: Final = f".{_FALLBACK}.get"
 
 
 # --- phase 1: semantic analysis ----------------------------------------------
@@ -172,19 +221,9 @@ def _tag_class(ctx: ClassDefContext) -> None:
     whatever an earlier pass stored.
     """
     info = ctx.cls.info
-    tag = {"declared": _declared_fields(ctx.cls.defs)}
-    info.metadata[METADATA_KEY] = tag
-    # dmypy sees that a class changed through its symbol table, which
-    # metadata is no part of.  This entry, which no code can name, changes
-    # whenever the tag does.
-    add_attribute_to_class(
-        ctx.api,
-        ctx.cls,
-        _TAG_SYMBOL,
-        LiteralType(json.dumps(tag), ctx.api.named_type("builtins.str", [])),
-        is_classvar=True,
-        overwrite_existing=True,
-    )
+    qualname = _runtime_qualname(ctx.api, info)
+    _record_tag(ctx, {"declared": _declared_fields(ctx.cls.defs), "qualname": qualname})
+    _add_fallback(ctx.api, info, qualname)
     if any("dataclass_tag" in base.metadata or "dataclass" in base.metadata for base in info.mro):
         _declare_methods(ctx)
     # For dmypy: the result types depend on every class in the MRO, so a
@@ -192,6 +231,85 @@ def _tag_class(ctx: ClassDefContext) -> None:
     for base in info.mro[:-1]:
         for target in (info.fullname, f"{info.fullname}.{ASDICT}", f"{info.fullname}.{ASTUPLE}"):
             ctx.api.add_plugin_dependency(make_wildcard_trigger(base.fullname), make_trigger(target))
+
+
+def _tag_dataclass(ctx: ClassDefContext) -> None:
+    """Tag every dataclass with its ``OMIT`` fields, as mypy's own hook would tag it.
+
+    A plain dataclass may be the base of one that ``ZeroCopyFields``
+    makes, and the fields it declares ``OMIT`` are left out of that one's
+    dict too.
+    """
+    dataclass_tag_callback(ctx)
+    if METADATA_KEY not in ctx.cls.info.metadata:  # a metakit class's own tag says more
+        _record_tag(ctx, {"declared": _declared_fields(ctx.cls.defs)})
+
+
+def _record_tag(ctx: ClassDefContext, tag: dict[str, object]) -> None:
+    ctx.cls.info.metadata[METADATA_KEY] = tag
+    # dmypy sees that a class changed through its symbol table, which
+    # metadata is no part of.  This entry, which no code can name, changes
+    # whenever the tag does.
+    add_attribute_to_class(
+        ctx.api,
+        ctx.cls,
+        _TAG_SYMBOL,
+        LiteralType(json.dumps(tag, sort_keys=True), ctx.api.named_type("builtins.str", [])),
+        is_classvar=True,
+        overwrite_existing=True,
+    )
+
+
+def _runtime_qualname(api: SemanticAnalyzerPluginInterface, info: TypeInfo) -> str:
+    """The ``__qualname__`` the class *info* will have at run time.
+
+    mypy names a class defined in a function ``Name@line`` and leaves the
+    function out; at run time it is ``function.<locals>.Name``.
+    """
+    functions = getattr(api, "function_stack", [])  # the semantic analyser's, innermost last
+    if not functions:
+        return info.fullname[len(info.module_name) + 1 :]
+    outer = functions[0].fullname
+    names = [outer[len(info.module_name) + 1 :] if outer.startswith(f"{info.module_name}.") else functions[0].name]
+    names += [function.name for function in functions[1:]]
+    return "".join(f"{name}.<locals>." for name in names) + info.name
+
+
+def _add_fallback(api: SemanticAnalyzerPluginInterface, info: TypeInfo, qualname: str) -> None:
+    """Give *info* the class that the TypedDicts of its conversions fall back to.
+
+    It derives from ``typing._TypedDict``, as every TypedDict's fallback
+    does, and from ``dict[str, object]``: what ``asdict_zerocopy`` returns
+    is a new ``dict``.  So the result may be passed where a
+    ``dict[str, Any]`` (or ``dict[str, object]``) is expected, while reads,
+    writes and ``**`` splats are still checked key by key.  mypy names a
+    TypedDict by its fallback in messages: this one reads
+    ``Class.asdict_zerocopy()``.  It is stored in *info*'s own symbol
+    table, so it travels through mypy's cache with the class.
+    """
+    fullname = f"{info.fullname}.{_FALLBACK}"
+    existing = info.names.get(_FALLBACK)
+    if existing is not None and isinstance(existing.node, TypeInfo):
+        return
+    typed_dict = api.named_type("typing._TypedDict", [])
+    str_type = api.named_type("builtins.str", [])
+    defn = ClassDef(f"{qualname}.{ASDICT}()", Block([]))
+    defn.fullname = fullname
+    fallback = TypeInfo(SymbolTable(), defn, info.module_name)
+    defn.info = fallback
+    fallback.bases = [typed_dict, api.named_type("builtins.dict", [str_type, api.named_type("builtins.object", [])])]
+    try:
+        calculate_mro(fallback)
+    except MroError:  # not with this typeshed: keep mypy's own fallback
+        return
+    # ``dict`` comes before ``Mapping`` in the MRO, so ``get`` would be
+    # ``dict.get``: keep ``Mapping.get``, which mypy types key by key.
+    mapping = api.lookup_fully_qualified_or_none("typing.Mapping")
+    if mapping is not None and isinstance(mapping.node, TypeInfo) and "get" in mapping.node.names:
+        fallback.names["get"] = SymbolTableNode(MDEF, mapping.node.names["get"].node)
+    # mypy makes a TypedDict anonymous again (in joins, say) through this.
+    fallback.typeddict_type = TypedDictType({}, set(), set(), typed_dict)
+    info.names[_FALLBACK] = SymbolTableNode(MDEF, fallback, plugin_generated=True)
 
 
 def _declare_methods(ctx: ClassDefContext) -> None:
@@ -209,16 +327,16 @@ def _declare_methods(ctx: ClassDefContext) -> None:
         any_type = AnyType(TypeOfAny.special_form)
         if name == ASDICT:
             str_type = api.named_type("builtins.str", [])
-            skip_type = UnionType([api.named_type("typing.Iterable", [str_type]), NoneType()])
-            args = [Argument(Var("skip_fields", skip_type), skip_type, None, ARG_OPT)]
-            returns: Type = api.named_type("typing.Mapping", [str_type, any_type])
+            args = [Argument(Var("skip_fields", any_type), any_type, None, ARG_OPT)]
+            returns: Type = api.named_type("builtins.dict", [str_type, any_type])
         else:
             args = []
             returns = api.named_type("builtins.tuple", [any_type])
         add_method_to_class(api, ctx.cls, name, args, returns)
 
 
-_OMIT_STATUS: Final = {True: "omit", False: "keep", None: "unknown"}
+_ABSENT: Final = "absent"
+_OMIT_STATUS: Final[dict[bool | str | None, str]] = {True: "omit", False: "keep", _ABSENT: "keep", None: "unknown"}
 
 
 def _declared_fields(body: Block) -> dict[str, str]:
@@ -233,12 +351,12 @@ def _declared_fields(body: Block) -> dict[str, str]:
         lvalue, rvalue = stmt.lvalues[0], stmt.rvalue
         if not isinstance(lvalue, NameExpr):
             continue
-        omit: bool | None = False
+        mark: bool | str | None = _ABSENT
         if isinstance(rvalue, CallExpr) and isinstance(rvalue.callee, RefExpr):
             given = dict(zip(rvalue.arg_names, rvalue.args, strict=True))
             if rvalue.callee.fullname == "dataclasses.field" and "metadata" in given:
-                omit = _omits(given["metadata"])
-        declared[lvalue.name] = _OMIT_STATUS[omit]
+                mark = _omit_mark(given["metadata"])
+        declared[lvalue.name] = _OMIT_STATUS[mark]
     return declared
 
 
@@ -254,17 +372,21 @@ def _annotated_assignments(block: Block) -> Iterator[AssignmentStmt]:
                     yield from _annotated_assignments(branch)
 
 
-def _omits(metadata: Expression) -> bool | None:
-    """Whether a ``field(metadata=...)`` expression marks the field ``OMIT``.
+def _omit_mark(metadata: Expression) -> bool | str | None:
+    """What the mapping *metadata* holds under ``OMIT``'s key.
 
-    ``None`` when that cannot be known without running the code.
+    ``True`` or ``False``, ``_ABSENT`` where it holds no such key, and
+    ``None`` when that cannot be known without running the code.  A
+    mapping is ``OMIT``, ``None``, a dict display, ``dict(**m, key=...)``
+    or ``a | b`` of those; later entries win, as in the mapping itself.
     """
     if isinstance(metadata, RefExpr):
         if metadata.fullname == _OMIT:
             return True
-        if metadata.fullname == "builtins.None":
-            return False
-        return None
+        return _ABSENT if metadata.fullname == "builtins.None" else None
+    if isinstance(metadata, OpExpr) and metadata.op == "|":
+        left, right = _omit_mark(metadata.left), _omit_mark(metadata.right)
+        return left if right == _ABSENT else right
     items: list[tuple[Expression | None, Expression]]
     if isinstance(metadata, DictExpr):
         items = list(metadata.items)
@@ -281,17 +403,17 @@ def _omits(metadata: Expression) -> bool | None:
         ]
     else:
         return None
-    omit: bool | None = False
-    for key, value in items:  # later entries win, as in the dict itself
+    mark: bool | str | None = _ABSENT
+    for key, value in items:
         if key is None:
-            splat = _omits(value)
-            if splat is None or splat:
-                omit = splat
+            splat = _omit_mark(value)
+            if splat != _ABSENT:
+                mark = splat
         elif not isinstance(key, StrExpr):
             return None
-        elif key.value == _meta.OMIT_KEY:
-            omit = _bool_literal(value)
-    return omit
+        elif key.value == OMIT_KEY:
+            mark = _bool_literal(value)
+    return mark
 
 
 def _bool_literal(expr: Expression) -> bool | None:
@@ -307,7 +429,32 @@ def _asdict_method(ctx: MethodContext) -> Type:
     receiver = _instance(ctx.type)
     if receiver is None or not _generated(receiver.type, ASDICT):
         return ctx.default_return_type
-    return _asdict_result(ctx.api, [receiver], _argument(ctx, 0), ctx.default_return_type)
+    skip = _argument(ctx, 0)
+    if skip is not None and skip.expr is not None and skip.type is not None:
+        _check_iterable_of_str(ctx.api, receiver.type, skip.expr, skip.type)
+    return _asdict_result(ctx.api, [receiver], skip, ctx.default_return_type)
+
+
+def _check_iterable_of_str(api: CheckerPluginInterface, info: TypeInfo, expr: Expression, typ: Type) -> None:
+    """Check ``skip_fields`` where the method declares it ``Any``.
+
+    ``ZeroCopy`` declares it so that overrides may narrow it (vLLM's takes
+    ``Optional[Set[str]]``); the plugin checks what the generated code accepts.
+    """
+    sym = info.get(ASDICT)
+    declared = get_proper_type(sym.type) if sym is not None and sym.type is not None else None
+    if not isinstance(declared, CallableType) or len(declared.arg_types) < 2:
+        return
+    if not isinstance(get_proper_type(declared.arg_types[1]), AnyType):
+        return  # mypy checks the argument against the declared type itself
+    str_type = api.named_generic_type("builtins.str", [])
+    expected = UnionType([api.named_generic_type("typing.Iterable", [str_type]), NoneType()])
+    if not is_subtype(typ, expected):
+        api.fail(
+            f"skip_fields must be an iterable of field names, not {format_type(typ, api.options)}",
+            expr,
+            code=METAKIT_ERROR,
+        )
 
 
 def _astuple_method(ctx: MethodContext) -> Type:
@@ -330,11 +477,56 @@ def _astuple_function(ctx: FunctionContext) -> Type:
 
 
 def _asdict_result(
-    api: CheckerPluginInterface, receivers: list[Instance] | None, skip: _Argument, default: Type
+    api: CheckerPluginInterface, receivers: list[Instance] | None, skip: _Given | None, default: Type
 ) -> Type:
-    if skip is not None:
-        _check_not_str(api, *skip)
-    return _union(receivers, lambda receiver: _typed_dict(api, receiver, skip), default)
+    if skip is not None and skip.expr is not None and skip.type is not None:
+        _check_not_str(api, skip.expr, skip.type)
+    result = _union(receivers, lambda receiver: _typed_dict(api, receiver, skip), default)
+    return result if result is default else _in_context(api, result)
+
+
+def _in_context(api: CheckerPluginInterface, result: Type) -> Type:
+    """*result*, or a ``dict`` type that the call's context expects and the dict fits.
+
+    The dict is new, and nothing else refers to it, so it may be typed as
+    a ``dict[str, V]`` for any ``V`` that every value fits, as a dict
+    display is: ``x: dict[str, Tensor | int] = meta.asdict_zerocopy()``.
+    Without such a context it stays a ``TypedDict``.
+    """
+    context = get_proper_type(api.type_context[-1]) if api.type_context else None
+    if context is None or isinstance(context, AnyType) or is_subtype(result, context):
+        return result
+    proper = get_proper_type(result)
+    dicts = proper.relevant_items() if isinstance(proper, UnionType) else [proper]
+    values: list[Type] = []
+    for typed_dict in map(get_proper_type, dicts):
+        if not isinstance(typed_dict, TypedDictType):
+            return result
+        values += typed_dict.items.values()
+    value = make_simplified_union(values)
+    str_type = api.named_generic_type("builtins.str", [])
+    candidates = [api.named_generic_type("builtins.dict", [str_type, value])]
+    for item in context.relevant_items() if isinstance(context, UnionType) else [context]:
+        expected = _dict_value_type(api, get_proper_type(item))
+        if expected is not None and is_subtype(value, expected):
+            candidates.append(api.named_generic_type("builtins.dict", [str_type, expected]))
+    return next((candidate for candidate in candidates if is_subtype(candidate, context)), result)
+
+
+def _dict_value_type(api: CheckerPluginInterface, expected: Type) -> Type | None:
+    """The value type of *expected* as ``dict`` sees it, if ``dict`` derives from *expected*'s class."""
+    if not isinstance(expected, Instance):
+        return None
+    dict_type = api.named_generic_type("builtins.dict", [AnyType(TypeOfAny.special_form)] * 2)
+    template = Instance(dict_type.type, list(dict_type.type.defn.type_vars))
+    if expected.type not in dict_type.type.mro:
+        return None
+    mapped = map_instance_to_supertype(template, expected.type)
+    value_var = dict_type.type.defn.type_vars[1]
+    for arg, given in zip(mapped.args, expected.args, strict=False):
+        if isinstance(arg, TypeVarType) and isinstance(value_var, TypeVarType) and arg.id == value_var.id:
+            return given
+    return None
 
 
 def _astuple_result(api: CheckerPluginInterface, receivers: list[Instance] | None, default: Type) -> Type:
@@ -360,14 +552,24 @@ def _union(receivers: list[Instance] | None, result: Callable[[Instance], Type |
     return UnionType.make_union(results)
 
 
-_Argument = tuple[Expression, Type] | None
-"""The expression and type given for one parameter, if given once, by position or name."""
+class _Given(NamedTuple):
+    """What a call gives for one parameter.
+
+    ``expr`` and ``type`` when it is given once, by position or by name;
+    both ``None`` when it may come through ``*args`` or ``**kwargs``.
+    """
+
+    expr: Expression | None
+    type: Type | None
 
 
-def _argument(ctx: MethodContext | FunctionContext, index: int) -> _Argument:
-    if index < len(ctx.args) and len(ctx.args[index]) == 1 and ctx.arg_kinds[index][0] in (ARG_POS, ARG_NAMED):
-        return ctx.args[index][0], ctx.arg_types[index][0]
-    return None
+def _argument(ctx: MethodContext | FunctionContext, index: int) -> _Given | None:
+    """What the call gives for parameter *index*; ``None`` when it gives nothing."""
+    if index >= len(ctx.args) or not ctx.args[index]:
+        return None
+    if len(ctx.args[index]) == 1 and ctx.arg_kinds[index][0] in (ARG_POS, ARG_NAMED):
+        return _Given(ctx.args[index][0], ctx.arg_types[index][0])
+    return _Given(None, None)
 
 
 def _instance(typ: Type) -> Instance | None:
@@ -413,7 +615,7 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
     return receivers
 
 
-def _typed_dict(api: CheckerPluginInterface, receiver: Instance, skip: _Argument) -> TypedDictType | None:
+def _typed_dict(api: CheckerPluginInterface, receiver: Instance, skip: _Given | None) -> TypedDictType | None:
     """The ``TypedDict`` that ``asdict_zerocopy`` returns for *receiver*, less the names in *skip*."""
     fields = _fields(receiver)
     if fields is None:
@@ -433,14 +635,24 @@ def _typed_dict(api: CheckerPluginInterface, receiver: Instance, skip: _Argument
                 )
             items.pop(name, None)
             required.discard(name)
-    return TypedDictType(items, required, set(), api.named_generic_type("typing._TypedDict", []))
+    return TypedDictType(items, required, set(), _fallback(api, receiver.type))
 
 
-def _literal_names(skip: _Argument) -> list[tuple[str, Expression]] | None:
+def _fallback(api: CheckerPluginInterface, info: TypeInfo) -> Instance:
+    """The fallback of *info*'s TypedDicts: its own (see ``_add_fallback``), or mypy's."""
+    sym = info.names.get(_FALLBACK)
+    if sym is not None and isinstance(sym.node, TypeInfo):
+        return Instance(sym.node, [])
+    return api.named_generic_type("typing._TypedDict", [])
+
+
+def _literal_names(skip: _Given | None) -> list[tuple[str, Expression]] | None:
     """The names in a literal ``skip_fields``: ``[]`` for none, ``None`` if not a literal."""
     if skip is None:
         return []
-    expr = skip[0]
+    expr = skip.expr
+    if expr is None:
+        return None
     if isinstance(expr, NameExpr) and expr.fullname == "builtins.None":
         return []
     if not isinstance(expr, (SetExpr, ListExpr, TupleExpr)):
@@ -568,5 +780,9 @@ def _field_type(receiver: Instance, info: TypeInfo, typ: Type) -> Type:
 
 
 def _qualname(info: TypeInfo) -> str:
+    """The class's name as it is at run time (recorded when it was tagged)."""
+    qualname = info.metadata.get(METADATA_KEY, {}).get("qualname")
+    if isinstance(qualname, str):
+        return qualname
     # mypy names a class defined in a function ``Name@line``.
     return re.sub(r"@[0-9]+", "", info.fullname[len(info.module_name) + 1 :])

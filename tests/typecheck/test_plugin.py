@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from mypy import api
 
+import metakit
 import metakit.mypy
 
 HERE = Path(__file__).parent
@@ -250,6 +251,32 @@ def test_expected_typed_dicts_are_what_runs(case_modules: None) -> None:
     assert frozen.astuple_zerocopy() == (1, True)
 
 
+def test_vllm_shaped_cases_assert_what_runs(case_modules: None) -> None:
+    """What vllm_runner.py asserts about vllm_backends.py is what the code returns."""
+    backends = importlib.import_module("vllm_backends")
+    runner = importlib.import_module("vllm_runner")
+    tensor = importlib.import_module("engine_base").Tensor()
+    paged = backends.PagedMetadata(1, 2, 3, tensor, None, None, 4, None, True)
+    assert list(paged.asdict_zerocopy()) == list(runner.PagedDict.__annotations__)
+    # handle (OMIT in a plain dataclass base), extra and seeds are left out; kept is not.
+    sampling = backends.SamplingMetadata()
+    assert list(sampling.asdict_zerocopy()) == ["temperature", "selected", "kept"]
+    wrapper = backends.WrapperMetadata(1, 2, 3, tensor, True)
+    assert "decode_wrapper" not in wrapper.asdict_zerocopy()
+    assert "decode_wrapper" in metakit.asdict_zerocopy(wrapper)
+
+
+def test_vllm_override_type_checks_without_the_plugin(tmp_path: Path) -> None:
+    """The FlashInfer-shaped override is no error when the plugin is off either."""
+    config = tmp_path / "mypy.ini"
+    config.write_text(CONFIG.read_text().replace("plugins = metakit.mypy", ""))
+    files = [CASES / "engine_base.py", CASES / "vllm_backends.py"]
+    stdout, stderr, status = api.run(
+        ["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), *map(str, files)]
+    )
+    assert (status, stderr) == (0, ""), stdout
+
+
 # --- the plugin module itself ----------------------------------------------
 
 
@@ -265,6 +292,7 @@ def test_plugin_accepts_supported_mypy(version: str) -> None:
 
 def test_plugin_has_a_version() -> None:
     assert re.fullmatch(r"[0-9]+", metakit.mypy.__version__)
+    assert int(metakit.mypy.__version__) >= 2  # 2: dict fallback, replace, plain-dataclass OMIT
 
 
 def test_cases_need_no_torch() -> None:

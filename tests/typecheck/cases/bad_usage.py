@@ -1,7 +1,12 @@
 """Bad usage: mypy must report an error on each line commented "E: why", and on no other."""
 
+from dataclasses import dataclass
+from typing import Any, Dict
+
 from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
 from engine_models import Box, Direct, IntBox
+from vllm_backends import PagedMetadata, SamplingMetadata
+from vllm_runner import broadcast_tensor_dict
 
 import metakit
 
@@ -59,3 +64,35 @@ def extra_splat_keys(meta: FlashInferMetadata, base: AttentionMetadata) -> None:
 def classes_where_instances_belong() -> None:
     metakit.asdict_zerocopy(FlashInferMetadata)  # E: the class itself
     metakit.astuple_zerocopy(Direct)  # E: the class itself
+
+
+def runner_misuse(meta: PagedMetadata, sampling: SamplingMetadata) -> None:
+    d = meta.asdict_zerocopy()
+    broadcast_tensor_dict(d)
+    d["attn_bias"]  # E: still no such key after it was passed as a dict
+    d["input_tokens"] = 1  # E: adding a key: annotate the binding instead
+    d.pop("slot_mapping")  # E: popping a field: skip it instead
+    narrow: Dict[str, int] = d  # E: not every value is an int
+    also_narrow: Dict[str, int] = meta.asdict_zerocopy()  # E: nor from the call itself
+    forward(**d)  # E: splats stay checked
+    sampling.asdict_zerocopy()["handle"]  # E: OMIT in a plain dataclass base
+
+
+def skip_fields_of_the_wrong_type(meta: PagedMetadata, anything: Any) -> None:
+    meta.asdict_zerocopy(skip_fields=5)  # E: not an iterable
+    meta.asdict_zerocopy(b"slot_mapping")  # E: bytes are not names
+    meta.asdict_zerocopy(anything)
+
+
+def replace_checks_names_and_types(meta: PagedMetadata) -> None:
+    metakit.replace(meta, slot_mappin=None)  # E: not a field
+    metakit.replace(meta, use_cuda_graph="yes")  # E: a str for a bool
+    metakit.replace(meta, None)  # E: changes go by name
+
+
+def local_classes_are_named_as_at_run_time() -> None:
+    @dataclass
+    class Local(metakit.ZeroCopy):
+        a: int
+
+    Local(1).asdict_zerocopy(["b"])  # E: the message says local_classes_are_named_as_at_run_time.<locals>.Local

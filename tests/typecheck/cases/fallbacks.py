@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,12 +47,12 @@ class Node:
 
 
 def declared_types(unknown: UnknownBase, metadata: UnknownMetadata, abstract: NotADataclass) -> None:
-    assert_type(unknown.asdict_zerocopy(), Mapping[str, Any])
+    assert_type(unknown.asdict_zerocopy(), dict[str, Any])
     assert_type(unknown.astuple_zerocopy(), tuple[Any, ...])
-    assert_type(metadata.asdict_zerocopy(skip_fields={"anything"}), Mapping[str, Any])
+    assert_type(metadata.asdict_zerocopy(skip_fields={"anything"}), dict[str, Any])
     assert_type(metadata.astuple_zerocopy(), tuple[Any, ...])
     assert_type(metakit.asdict_zerocopy(metadata), dict[str, Any])
-    assert_type(abstract.asdict_zerocopy(), Mapping[str, Any])
+    assert_type(abstract.asdict_zerocopy(), dict[str, Any])
     assert_type(metakit.astuple_zerocopy(abstract), tuple[Any, ...])
 
 
