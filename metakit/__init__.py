@@ -21,8 +21,9 @@ This package imports neither torch nor mypy.
 """
 
 from metakit import testing
-from metakit._functions import asdict_zerocopy, astuple_zerocopy, generated_source
-from metakit._meta import OMIT, ZeroCopy, ZeroCopyFields, zerocopy_classes
+from metakit._fields import OMIT
+from metakit._functions import asdict_zerocopy, astuple_zerocopy, generated_source, replace
+from metakit._meta import ZeroCopy, ZeroCopyFields, zerocopy_classes
 
 __all__ = [
     "OMIT",
@@ -31,6 +32,7 @@ __all__ = [
     "asdict_zerocopy",
     "astuple_zerocopy",
     "generated_source",
+    "replace",
     "testing",
     "zerocopy_classes",
 ]

@@ -1,12 +1,76 @@
-"""The function forms, for any dataclass instance, and ``generated_source``."""
+"""Call-time lookups and the function forms: ``asdict_zerocopy``,
+``astuple_zerocopy``, ``replace`` and ``generated_source``.
+
+A class that ``ZeroCopyFields`` made holds its generated methods itself (as
+``STATE``); any other dataclass gets them on first use, kept in a cache
+keyed weakly by the class.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import is_dataclass
+from typing import Any, Final, TypeVar
 
-from metakit._codegen import ASDICT, ASTUPLE
-from metakit._meta import STATE, methods_of, plain_instance_methods
+from metakit._codegen import STATE, GeneratedMethods, generate, is_generated
+from metakit._fields import ASDICT, ASTUPLE, layout_of
+
+__all__ = [
+    "asdict_zerocopy",
+    "astuple_zerocopy",
+    "generated_source",
+    "instance_methods",
+    "is_generated",
+    "methods_of",
+    "replace",
+]
+
+_T = TypeVar("_T")
+
+_plain: Final[weakref.WeakKeyDictionary[type, GeneratedMethods]] = weakref.WeakKeyDictionary()
+"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make."""
+
+
+def _plain_methods(cls: type) -> GeneratedMethods:
+    methods = _plain.get(cls)
+    if methods is None:
+        methods = _plain.setdefault(cls, generate(cls.__module__, cls.__qualname__, layout_of(cls)))
+    return methods
+
+
+def methods_of(cls: object) -> GeneratedMethods:
+    """The generated methods that serve instances of the dataclass *cls*.
+
+    They are what ``super().asdict_zerocopy()`` reaches from an override,
+    and what the function forms run.
+    """
+    if not isinstance(cls, type):
+        kind = type(cls).__qualname__
+        if is_dataclass(cls):
+            raise TypeError(f"expected a dataclass, but got an instance of {kind}; pass its class, {kind}")
+        raise TypeError(f"expected a dataclass, but got {cls!r:.80}, an instance of {kind}, which is not a dataclass")
+    methods = getattr(cls, STATE, None)
+    if type(methods) is GeneratedMethods:
+        return methods
+    if not is_dataclass(cls):
+        raise TypeError(f"{cls.__qualname__} is not a dataclass")
+    return _plain_methods(cls)
+
+
+def instance_methods(obj: object, caller: str) -> GeneratedMethods:
+    """The generated methods for the dataclass instance *obj*.
+
+    Anything else raises ``TypeError`` naming *caller*.
+    """
+    methods = getattr(type(obj), STATE, None)
+    if type(methods) is GeneratedMethods:
+        return methods
+    if isinstance(obj, type):
+        raise TypeError(f"{caller}() takes a dataclass instance, but got the class {obj.__qualname__} itself")
+    if not is_dataclass(obj):
+        raise TypeError(f"{caller}() takes a dataclass instance, but {type(obj).__qualname__} is not a dataclass")
+    return _plain_methods(type(obj))
 
 
 def asdict_zerocopy(obj: object, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:
@@ -26,24 +90,52 @@ def asdict_zerocopy(obj: object, skip_fields: Iterable[str] | None = None) -> di
     {'x': 1}
     """
     # ``instance_methods``, with its first step written out: this is a hot path.
-    methods = getattr(type(obj), STATE, None) or plain_instance_methods(obj, ASDICT)
+    methods = getattr(type(obj), STATE, None)
+    if type(methods) is not GeneratedMethods:
+        methods = instance_methods(obj, ASDICT)
     return methods.asdict(obj, skip_fields)
 
 
 def astuple_zerocopy(obj: object) -> tuple[Any, ...]:
     """A tuple of the dataclass instance *obj*'s field values, in the order of ``asdict_zerocopy``."""
-    methods = getattr(type(obj), STATE, None) or plain_instance_methods(obj, ASTUPLE)
+    methods = getattr(type(obj), STATE, None)
+    if type(methods) is not GeneratedMethods:
+        methods = instance_methods(obj, ASTUPLE)
     return methods.astuple(obj)
 
 
-def generated_source(cls: type) -> str:
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """A new instance of *obj*'s class with the fields in *changes* changed: ``dataclasses.replace``, faster.
+
+    The semantics are ``dataclasses.replace``'s, errors included: the new
+    instance is made by the class's ``__init__`` (so ``__post_init__`` runs
+    and ``init=False`` fields are made again), from *changes* and the
+    instance's other ``__init__`` fields.  Values are never copied.  The
+    code is generated for the class; a class's own ``__replace__`` is not
+    called.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Point:
+    ...     x: int
+    ...     y: int
+    >>> replace(Point(1, 2), y=3)
+    Point(x=1, y=3)
+    """
+    methods = getattr(type(obj), STATE, None)
+    if type(methods) is not GeneratedMethods:
+        if isinstance(obj, type) or not is_dataclass(obj):
+            raise TypeError("replace() should be called on dataclass instances")  # dataclasses.replace's words
+        methods = _plain_methods(type(obj))
+    result: _T = methods.replace(obj, **changes)
+    return result
+
+
+def generated_source(cls: object) -> str:
     """The source text of the methods generated for the dataclass *cls*.
 
-    It is also what ``inspect.getsource`` and tracebacks show for them.
+    It is also what ``inspect.getsource`` and tracebacks show for them.  For
+    a dataclass that ``ZeroCopyFields`` did not make, it is the code that
+    the function forms run.
     """
     return methods_of(cls).source
-
-
-__all__ = ["asdict_zerocopy", "astuple_zerocopy", "generated_source", "instance_methods", "is_generated", "methods_of"]
-from metakit._codegen import is_generated  # noqa: E402
-from metakit._meta import instance_methods  # noqa: E402

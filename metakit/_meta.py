@@ -1,71 +1,73 @@
-"""``ZeroCopyFields``, ``ZeroCopy``, the rules that install generated methods,
-and the registry of the classes they made.
+"""``ZeroCopyFields`` and ``ZeroCopy``: where a class gets its generated
+methods, and the registry of the classes made.
 
-A class's generated methods live in a ``GeneratedMethods`` object stored on
-the class itself as ``__metakit__``, next to the methods installed under
-their public names.  Storing per-class state on the class, not in a weak
-cache keyed by the class, is what lets classes be garbage-collected: the
-state would otherwise keep its own key alive.
+This module acts when classes are made and changed; what a call does at run
+time is in ``_functions``.  The rules it keeps, for each method name
+(``asdict_zerocopy``, ``astuple_zerocopy``, ``__replace__``):
+
+1. A value that a user put on a class (in its body, or assigned later) is
+   never replaced.  A class that inherits such an ``asdict_zerocopy`` or
+   ``astuple_zerocopy`` gets no generated one.  ``__replace__`` follows
+   ``dataclasses`` on 3.13, which gives every dataclass its own.
+2. A generated method that an override can reach through ``super()`` is
+   replaced by ``ZeroCopy``'s method of the same name, which serves the
+   instance's own class, so that ``super().asdict_zerocopy()`` returns the
+   instance's fields and not a base's.
+3. The rules hold however the methods came to be: at class creation, on
+   assignment to a class, and on ``del``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 import threading
-import weakref
-from collections.abc import Iterable, Mapping
-from dataclasses import fields, is_dataclass
-from types import MappingProxyType
+from collections.abc import Iterable, Iterator
+from itertools import count
 from typing import Any, Final, TypeVar
 
-from metakit._codegen import ASDICT, ASTUPLE, GeneratedMethods, generate, is_generated
-
-STATE: Final = "__metakit__"
-
-from metakit._fields import OMIT, OMIT_KEY, included_names  # noqa: F401  # moving to their users
-
-
-# Every class ZeroCopyFields made, oldest first, held weakly.  Dead
-# references are dropped whenever the list has doubled: cheaper per class
-# than a WeakValueDictionary.
-_registry_lock = threading.Lock()
-_registry: list[weakref.ref[type]] = []
-_pruned_at = 64
-
-
-def _register(cls: type) -> None:
-    global _pruned_at  # noqa: PLW0603  # this module's own state, under _registry_lock
-    with _registry_lock:
-        _registry.append(weakref.ref(cls))
-        if len(_registry) > _pruned_at:
-            _registry[:] = [ref for ref in _registry if ref() is not None]
-            _pruned_at = max(64, 2 * len(_registry))
-
-
-def zerocopy_classes() -> list[type]:
-    """The live classes created by ``ZeroCopyFields``, oldest first.
-
-    They are held weakly: a class that is no longer used drops out.
-    """
-    with _registry_lock:
-        refs = list(_registry)
-    return [cls for cls in (ref() for ref in refs) if cls is not None]
-
+from metakit._codegen import STATE, GeneratedMethods, generate, is_generated
+from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, layout_of
+from metakit._functions import instance_methods
+from metakit._weak import WeakValues
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
+
+# Every class ZeroCopyFields made, by the order in which they were made.
+_registry_lock = threading.Lock()
+_registry: WeakValues[int, type] = WeakValues()
+_made = count()
+
+# Metaclasses derived from ZeroCopyFields where a base that comes after it
+# defines __setattr__ (or __delattr__), which ZeroCopyFields must then call.
+_SETATTR_BY_SUPER: Final[set[type]] = set()
+_DELATTR_BY_SUPER: Final[set[type]] = set()
+
+_ABSENT: Final = object()
+_DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", _ABSENT)  # 3.13+
+
+_DISPATCHERS: Final[dict[str, object]] = {}
+"""``ZeroCopy``'s methods, by name (filled in once it exists): each serves the instance's own class."""
+
+_set: Final = type.__setattr__
+_delete: Final = type.__delattr__
+
+# The attribute names whose setting tells metakit something.
+_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", *METHOD_NAMES])
 
 
 class ZeroCopyFields(type):
     """Metaclass that gives each dataclass it creates generated conversions.
 
     Any class it creates that is, or later becomes, a dataclass gets an
-    ``asdict_zerocopy`` and an ``astuple_zerocopy`` written for its own
-    fields, unless the class defines or inherits a method of that name that
-    a user wrote.  Nothing else about the class changes.
+    ``asdict_zerocopy``, an ``astuple_zerocopy`` and a ``__replace__``
+    written for its own fields, unless the class defines or inherits a
+    method of that name that a user wrote.  Nothing else about the class
+    changes.
 
     Most code inherits ``ZeroCopy`` rather than naming the metaclass.  To
-    combine it with another metaclass, derive from both::
+    combine it with another metaclass, derive from both, in either order::
 
         class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta): ...
     """
@@ -76,120 +78,164 @@ class ZeroCopyFields(type):
             # frame, which is this one: take our caller's, as it would have.
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
-        _register(cls)
+        with _registry_lock:
+            _registry[next(_made)] = cls
         if "__dataclass_fields__" in namespace:
-            # ``@dataclass(slots=True)`` rebuilds the class from the old one's
-            # namespace, fields included.
+            # ``@dataclass(slots=True)`` makes a new class from the old one's
+            # namespace, fields included (and then sets its __qualname__).
+            _install(cls)
+        elif hasattr(cls, "__dataclass_fields__") and type(getattr(cls, STATE, None)) is not GeneratedMethods:
+            # An undecorated subclass of a dataclass from outside metakit.
+            # (One of a metakit dataclass shares its fields and its methods.)
             _install(cls)
         else:
-            # An undecorated subclass shares its fields with the dataclass it
-            # inherits them from, and the methods with them, unless that
-            # dataclass came from outside metakit.
-            owner = next((c for c in cls.__mro__ if "__dataclass_fields__" in c.__dict__), None)
-            if owner is not None and STATE not in owner.__dict__:
-                _install(cls)
+            _guard_bases(cls)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
         # ``dataclasses`` sets attributes through here a dozen times per
-        # class, so this calls ``type`` directly rather than ``super()``.
-        # A metaclass that derives from this one and from another with a
-        # ``__setattr__`` of its own gets ``_setattr_via_super`` instead
-        # (see ``__init_subclass__``).
-        _set_attribute(cls, name, value)
-        # ``dataclasses`` sets this once every field is known, before it
-        # writes ``__init__``: the moment a class becomes a dataclass.
-        if name == "__dataclass_fields__":
-            _install(cls)
+        # class: call ``type`` directly unless another metaclass in the
+        # combination has a ``__setattr__`` of its own.
+        if type(cls) in _SETATTR_BY_SUPER:
+            super().__setattr__(name, value)
+        else:
+            _set(cls, name, value)
+        if name in _WATCHED:
+            _watched_set(cls, name)
+
+    def __delattr__(cls, name: str) -> None:
+        if type(cls) in _DELATTR_BY_SUPER:
+            super().__delattr__(name)
+        else:
+            _delete(cls, name)
+        if name in METHOD_NAMES:
+            _changed(cls)
 
     def __init_subclass__(mcls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         mro = inspect.getmro(mcls)
         after = mro[mro.index(ZeroCopyFields) + 1 :]
-        if any("__setattr__" in base.__dict__ for base in after if base not in (type, object)):
-            mcls.__setattr__ = _setattr_via_super  # type: ignore[method-assign]
+        if any("__setattr__" in base.__dict__ for base in after if base is not type):
+            _SETATTR_BY_SUPER.add(mcls)
+        if any("__delattr__" in base.__dict__ for base in after if base is not type):
+            _DELATTR_BY_SUPER.add(mcls)
 
 
-def _setattr_via_super(cls: ZeroCopyFields, name: str, value: Any) -> None:
-    super(ZeroCopyFields, cls).__setattr__(name, value)
+def _watched_set(cls: type, name: str) -> None:
     if name == "__dataclass_fields__":
+        # ``dataclasses`` sets this once every field is known, before it
+        # writes ``__init__``: the moment a class becomes a dataclass.
         _install(cls)
-
-
-_set_attribute: Final = type.__setattr__
+    elif name == "__qualname__":
+        # ``slots=True`` names its new class only after making it.
+        methods = cls.__dict__.get(STATE)
+        if type(methods) is GeneratedMethods and methods.label != f"{cls.__module__}.{cls.__qualname__}":
+            _install(cls)
+    elif name == REPLACE and sys.version_info >= (3, 13) and cls.__dict__[REPLACE] is _DATACLASSES_REPLACE:
+        # 3.13's ``dataclasses`` gives a class the generic ``__replace__`` only
+        # when it has none of its own, as after ``_install`` it has: this is a
+        # subclass of a class whose ``__replace__`` a user wrote.
+        methods = cls.__dict__.get(STATE)
+        if type(methods) is GeneratedMethods:
+            _set(cls, REPLACE, methods.replace)
+    else:
+        _changed(cls)
 
 
 def _install(cls: type) -> None:
+    """Give the dataclass *cls* generated methods for its own fields."""
     if STATE in cls.__dict__:
-        # Installed before for other fields: ``__new__`` served the fields a
-        # subclass inherits, then its decorator added its own.  Let the old
-        # methods go first, so that the new ones can take their file name.
-        type.__delattr__(cls, STATE)
-    methods = generate(cls.__module__, cls.__qualname__, included_names(cls))
+        # Made before for other fields (those an undecorated subclass of a
+        # plain dataclass inherits, before its decorator adds its own; or a
+        # name ``slots=True`` changed since): let the old code go first, so
+        # that the new can take its file name.
+        _delete(cls, STATE)
+    methods = generate(cls.__module__, cls.__qualname__, layout_of(cls))
     # metakit's own writes go straight to ``type``: nothing need watch them.
-    _set_attribute(cls, STATE, methods)
-    for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple)):
-        owner, current = resolve(cls, name)
-        if owner is None or is_ours(current):
-            _set_attribute(cls, name, generated)
-        else:
-            _guard_bases(cls, owner, name, methods.names)
+    _set(cls, STATE, methods)
+    _place(cls, methods)
+    _guard_bases(cls)
 
 
-def resolve(cls: type, name: str) -> tuple[type | None, object]:
-    """The class in *cls*'s MRO whose namespace holds *name*, and the value there."""
-    for base in cls.__mro__:
-        if name in base.__dict__:
-            return base, base.__dict__[name]
-    return None, None
+def _changed(cls: type) -> None:
+    """Apply the rules again to *cls* and to every class below it: a user changed one of its methods."""
+    family = list(_family(cls))
+    for member in family:
+        methods = member.__dict__.get(STATE)
+        if type(methods) is GeneratedMethods:
+            _place(member, methods)
+    for member in family:
+        _guard_bases(member)
 
 
-def is_ours(value: object) -> bool:
-    """Whether *value* is a method metakit wrote: generated, or ``ZeroCopy``'s dispatcher."""
-    return is_generated(value) or value is _DISPATCHERS[ASDICT] or value is _DISPATCHERS[ASTUPLE]
+def _family(cls: type) -> Iterator[type]:
+    """*cls* and its subclasses, each once, every class before its subclasses."""
+    seen: set[type] = set()
+    todo = [cls]
+    while todo:
+        member = todo.pop(0)
+        if member not in seen:
+            seen.add(member)
+            yield member
+            todo += type.__subclasses__(member)
 
 
-def _guard_bases(cls: type, override: type, name: str, names: tuple[str, ...]) -> None:
-    """Make generated methods above a user's *override* serve *cls*'s fields.
+def _is_ours(name: str, value: object) -> bool:
+    """Whether *value*, found under *name*, is a method metakit wrote (or the generic one of 3.13's ``dataclasses``)."""
+    return is_generated(value) or value is _DISPATCHERS.get(name) or value is _DATACLASSES_REPLACE
 
-    A user's method may call ``super().asdict_zerocopy()``.  The generated
-    method it reaches was written for a base class, whose fields differ; so
-    that one is replaced by a dispatcher that serves the instance's own
-    class.  Only classes above an override pay for the dispatch.
+
+def _place(cls: type, methods: GeneratedMethods) -> None:
+    """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not."""
+    namespace = cls.__dict__
+    mro = cls.__mro__
+    for name in METHOD_NAMES:
+        own = namespace.get(name, _ABSENT)
+        if own is not _ABSENT and not _is_ours(name, own):
+            continue  # the user's
+        if name != REPLACE:
+            inherited = next((b.__dict__[name] for b in mro[1:] if name in b.__dict__), _ABSENT)
+            if inherited is not _ABSENT and not _is_ours(name, inherited):
+                if own is not _ABSENT:  # the user's method above was put there later
+                    _delete(cls, name)
+                continue
+        generated = methods.function(name)
+        if own is not generated:
+            _set(cls, name, generated)
+
+
+def _guard_bases(cls: type) -> None:
+    """Rule 2: above the first user method in *cls*'s MRO, let no generated method serve a base's fields only."""
+    mro = cls.__mro__
+    first = next(
+        (
+            at
+            for at, base in enumerate(mro)
+            if any(not _is_ours(n, base.__dict__.get(n)) for n in METHOD_NAMES if n in base.__dict__)
+        ),
+        None,
+    )
+    if first is None:
+        return
+    for above in mro[first + 1 :]:
+        namespace = above.__dict__
+        for name in METHOD_NAMES:
+            if is_generated(namespace.get(name)):
+                _set(above, name, _DISPATCHERS[name])
+
+
+def zerocopy_classes() -> list[type]:
+    """The live classes created by ``ZeroCopyFields``, oldest first.
+
+    They are held weakly: a class that is no longer used drops out.  The
+    class that ``@dataclass(slots=True)`` replaces by a new one is not
+    listed.
     """
-    for base in cls.__mro__[cls.__mro__.index(override) + 1 :]:
-        if is_generated(base.__dict__.get(name)) and base.__dict__[STATE].names != names:
-            _set_attribute(base, name, _DISPATCHERS[name])
-
-
-def methods_of(cls: type) -> GeneratedMethods:
-    """The generated methods that serve instances of the dataclass *cls*."""
-    if not isinstance(cls, type):
-        raise TypeError(f"expected a dataclass, but got an instance of {type(cls).__qualname__}; pass its class")
-    methods = getattr(cls, STATE, None)
-    if isinstance(methods, GeneratedMethods):
-        return methods
-    if not is_dataclass(cls):
-        raise TypeError(f"{cls.__qualname__} is not a dataclass")
-    return _plain_methods(cls)
-
-
-_plain: dict[weakref.ref[type], GeneratedMethods] = {}
-
-
-def _plain_methods(cls: type) -> GeneratedMethods:
-    """Methods for a dataclass that ``ZeroCopyFields`` did not create.
-
-    They are kept in a dict keyed weakly by the class.  Its values refer to
-    no class, so the class can still be collected, and its entry with it.
-    """
-    try:
-        return _plain[weakref.ref(cls)]
-    except KeyError:
-        pass
-    methods = generate(cls.__module__, cls.__qualname__, included_names(cls))
-    _plain[weakref.ref(cls, _plain.pop)] = methods
-    return methods
+    with _registry_lock:
+        classes = _registry.values()
+    # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.
+    newest = {id(fields): cls for cls in classes if (fields := cls.__dict__.get("__dataclass_fields__")) is not None}
+    return [cls for cls in classes if newest.get(id(cls.__dict__.get("__dataclass_fields__")), cls) is cls]
 
 
 class ZeroCopy(metaclass=ZeroCopyFields):
@@ -204,13 +250,13 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
         meta.asdict_zerocopy()  # {'is_prompt': ..., 'slot_mapping': <the same tensor>}
 
-    The methods below are what a dataclass gets.  On a class that is not a
-    dataclass they raise ``TypeError``.
+    The methods below are what a dataclass gets, written for its fields.  On
+    a class that is not a dataclass they raise ``TypeError``.
     """
 
     __slots__ = ()
 
-    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> Mapping[str, Any]:
+    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:
         """A new dict of this instance's fields, holding the very same objects.
 
         Its keys are the names in ``dataclasses.fields(self)``, in that order,
@@ -224,31 +270,29 @@ class ZeroCopy(metaclass=ZeroCopyFields):
         """A tuple of this instance's field values, in the order of ``asdict_zerocopy``."""
         return instance_methods(self, ASTUPLE).astuple(self)
 
-
-def instance_methods(obj: object, caller: str) -> GeneratedMethods:
-    """The generated methods for the dataclass instance *obj*.
-
-    Anything else raises ``TypeError`` naming *caller*.
-    """
-    methods = getattr(type(obj), STATE, None)
-    if isinstance(methods, GeneratedMethods):
-        return methods
-    return plain_instance_methods(obj, caller)
+    def __replace__(self, /, **changes: Any) -> Any:
+        """A new instance with the fields in *changes* changed, as ``dataclasses.replace`` makes it."""
+        return instance_methods(self, "replace").replace(self, **changes)
 
 
-def plain_instance_methods(obj: object, caller: str) -> GeneratedMethods:
-    """``instance_methods`` for an *obj* whose class ``ZeroCopyFields`` did not make."""
-    methods = _plain.get(weakref.ref(type(obj)))
-    if methods is not None:
-        return methods
-    if isinstance(obj, type):
-        raise TypeError(f"{caller}() takes a dataclass instance, but got the class {obj.__qualname__} itself")
-    if not is_dataclass(obj):
-        raise TypeError(f"{caller}() takes a dataclass instance, but {type(obj).__qualname__} is not a dataclass")
-    return _plain_methods(type(obj))
+_DISPATCHERS.update({name: ZeroCopy.__dict__[name] for name in METHOD_NAMES})
 
 
-_DISPATCHERS: Final[dict[str, object]] = {
-    ASDICT: ZeroCopy.__dict__[ASDICT],
-    ASTUPLE: ZeroCopy.__dict__[ASTUPLE],
-}
+# --- TEMPORARY: names that other modules imported from here before the core
+# was split; each moves to metakit._fields / metakit._functions in its user.
+from metakit._fields import OMIT_KEY as OMIT_KEY  # noqa: E402, PLC0414
+from metakit._fields import included_names as included_names  # noqa: E402, PLC0414
+from metakit._functions import methods_of as methods_of  # noqa: E402, PLC0414
+
+
+def resolve(cls: type, name: str) -> tuple[type | None, object]:
+    """The class in *cls*'s MRO whose namespace holds *name*, and the value there."""
+    for base in cls.__mro__:
+        if name in base.__dict__:
+            return base, base.__dict__[name]
+    return None, None
+
+
+def is_ours(value: object) -> bool:
+    """Whether *value* is a method metakit wrote."""
+    return is_generated(value) or any(value is d for d in _DISPATCHERS.values())

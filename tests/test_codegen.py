@@ -1,5 +1,5 @@
 """The generated code: its source as text, where that source is registered, and
-that the code made from per-field-count templates is what ``compile`` makes."""
+that the code copied from templates is what ``compile`` makes, by line."""
 
 import inspect
 import linecache
@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metakit
-from metakit import OMIT, ZeroCopy
-from metakit._codegen import _compile, _named, _Template, methods_source, same_code, writable_name
+from metakit import OMIT, ZeroCopy, _template
+from metakit._source import methods_source, writable_name
+from metakit._template import Template, compile_methods, lines_only, same_code, template_key
 
 ASDICT_HEADER = "def asdict_zerocopy(self, skip_fields=None):"
 ASTUPLE_HEADER = "def astuple_zerocopy(self):"
+REPLACE_HEADER = "def __replace__(self, /, **changes):"
 
 
 @dataclass
@@ -50,8 +52,8 @@ def test_generated_source_is_a_dict_display_of_the_fields_in_order():
 
 def test_generated_source_holds_a_tuple_display_of_the_same_fields():
     source = metakit.generated_source(Step)
-    astuple = source[source.index(ASTUPLE_HEADER) :].splitlines()
-    assert astuple[1:] == [
+    astuple = source[source.index(ASTUPLE_HEADER) : source.index(REPLACE_HEADER)].splitlines()
+    assert astuple[1:-2] == [
         "    return (",
         "        self.is_prompt,",
         "        self.slot_mapping,",
@@ -108,31 +110,46 @@ def test_undecorated_subclass_shares_its_dataclass_source():
     assert metakit.generated_source(Sub) == metakit.generated_source(Step)
 
 
+METHODS = ("asdict_zerocopy", "astuple_zerocopy", "__replace__")
+
+
 def assert_installed_code_is_its_compiled_source(cls: type) -> None:
-    """What runs is what ``compile`` makes of the source that ``generated_source`` shows."""
-    compiled = _compile(metakit.generated_source(cls))
-    for name in ("asdict_zerocopy", "astuple_zerocopy"):
+    """What runs is what ``compile`` makes of the source that ``generated_source`` shows, line by line."""
+    compiled = compile_methods(metakit.generated_source(cls))
+    assert set(compiled) == set(METHODS)
+    for name in METHODS:
         installed = getattr(cls, name).__code__
-        assert same_code(_named(installed, "<metakit>", name, {}), compiled[name]), name
+        assert same_code(lines_only(installed), lines_only(compiled[name])), name
+
+
+def made_twice(names: list[str], name: str = "Wide") -> type:
+    """A class with fields *names*, made after one of the same shape: its code comes from a template."""
+    make_dataclass(name, [f"other_{n}" for n in names], bases=(ZeroCopy,))
+    return make_dataclass(name, names, bases=(ZeroCopy,))
 
 
 def test_installed_code_is_its_compiled_source():
     assert_installed_code_is_its_compiled_source(Step)
-    assert_installed_code_is_its_compiled_source(
-        make_dataclass("Wide", [f"f{i}" for i in range(40)], bases=(ZeroCopy,))
-    )
+    assert_installed_code_is_its_compiled_source(made_twice([f"f{i}" for i in range(40)]))
 
 
 # Names that the generated code itself reads: builtins and metakit's helpers.
-NAMES_THE_CODE_READS = ["type", "str", "KeyError", "_skip_fields_str", "_check_skipped"]
+NAMES_THE_CODE_READS = sorted(Template("crq").reads)
 
 
-@pytest.mark.parametrize("name", NAMES_THE_CODE_READS)
+def test_the_names_the_code_reads_are_its_builtins_and_helpers():
+    assert set(NAMES_THE_CODE_READS) == {
+        "isinstance", "str", "bytes", "KeyError", "TypeError", "__class__",
+        "_skip_fields_text", "_check_skipped", "_skip_fields_failed", "_replace_by_dataclasses",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES_THE_CODE_READS if not hasattr(ZeroCopy, name)])
 def test_installed_code_is_its_compiled_source_when_a_field_has_a_name_the_code_reads(name):
     # Regression: a template specialised for such a name held it twice in
     # ``co_names``, where ``compile`` holds it once, so the code that ran was
     # not the code of the source shown.
-    cls = make_dataclass("Reads", ["a", name, "b"], bases=(ZeroCopy,))
+    cls = made_twice(["a", name, "b"], "Reads")
     assert_installed_code_is_its_compiled_source(cls)
     obj = cls(1, 2, 3)
     assert obj.asdict_zerocopy() == {"a": 1, name: 2, "b": 3}
@@ -213,9 +230,6 @@ def test_traceback_from_generated_code_shows_the_source_line(method, line):
     at = next(i for i, text in enumerate(lines) if filename in text)
     assert f"in {method}" in lines[at]
     assert lines[at + 1].strip() == line
-    if sys.version_info >= (3, 11):  # column markers under the failing attribute
-        column = lines[at + 1].index("self.b")
-        assert lines[at + 2][column : column + len("self.b")] == "^" * len("self.b")
 
 
 def test_traceback_from_an_unknown_skip_fields_name_shows_the_source_line():
@@ -223,7 +237,7 @@ def test_traceback_from_an_unknown_skip_fields_name_shows_the_source_line():
         Step(True, []).asdict_zerocopy(["nope"])
     text = "".join(traceback.format_exception(error.type, error.value, error.tb))
     assert Step.asdict_zerocopy.__code__.co_filename in text
-    assert "_check_skipped(self, skip_fields, name)" in text
+    assert "_check_skipped(self, name)" in text
 
 
 def define(*names: str) -> type:
@@ -339,36 +353,119 @@ def names_for(count: int, shift: int) -> tuple[str, ...]:
     return tuple(f"{SAMPLE_NAMES[(i * 7 + shift) % len(SAMPLE_NAMES)]}{i}" for i in range(count))
 
 
-@pytest.mark.parametrize("count", [0, 1, 2, 15, 50])
-def test_template_specialisation_equals_a_real_compile(count):
-    template = _Template(count)
+KEYS = ["", "c", "cc", "c" * 15, "c" * 50, "cCrRq", "qcrC", "RRcc", "q", "crCRq" * 5]
+
+
+def source_for(key: str, names: tuple[str, ...]) -> str:
+    included = tuple(n for n, letter in zip(names, key, strict=True) if letter in "cr")
+    return methods_source(names, key.lower(), included, "C")
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_template_copy_equals_a_real_compile_by_line(key):
+    template = Template(key)
     assert template.trusted
     for shift in range(len(SAMPLE_NAMES)):
-        names = names_for(count, shift)
-        ours, theirs = template.specialize(names), _compile(methods_source(names, "C"))
-        assert set(ours) == set(theirs) == {"asdict_zerocopy", "astuple_zerocopy"}
-        for method in theirs:
-            assert same_code(ours[method], theirs[method]), (names, method)
+        names = names_for(len(key), shift)
+        ours = template.specialize(names)
+        theirs = {m: lines_only(c) for m, c in compile_methods(source_for(key, names)).items()}
+        assert set(ours) == set(theirs) == set(METHODS)
+        for method, code in theirs.items():
+            assert same_code(ours[method], code), (names, method)
 
 
-def test_template_specialisation_with_placeholder_names_in_another_order():
+def test_template_copy_with_placeholder_names_in_another_order():
     names = ("_2", "_0", "_1")
-    ours, theirs = _Template(3).specialize(names), _compile(methods_source(names, "C"))
-    assert all(same_code(ours[m], theirs[m]) for m in theirs)
+    ours = Template("ccc").specialize(names)
+    theirs = compile_methods(source_for("ccc", names))
+    assert all(same_code(ours[m], lines_only(theirs[m])) for m in theirs)
+
+
+def test_the_template_key_names_role_and_inclusion_of_each_field():
+    assert template_key("crqc", ("a", "b", "c", "d"), ("a", "b")) == "crQC"
+
+
+def test_lines_only_keeps_every_instruction_on_its_line_and_drops_columns():
+    code = compile_methods(source_for("cc", ("alpha", "beta")))["asdict_zerocopy"]
+    stripped = lines_only(code)
+
+    def unit_lines(code: Any) -> list[int | None]:
+        return [line for start, end, line in code.co_lines() for _ in range(start, end, 2)]
+
+    assert unit_lines(stripped) == unit_lines(code)
+    if sys.version_info >= (3, 11):
+        assert [p[0] for p in stripped.co_positions()] == [p[0] for p in code.co_positions()]
+        assert {p[2:] for p in stripped.co_positions()} == {(None, None)}
 
 
 def test_same_code_tells_different_code_apart():
-    names = ["a", "bb"]
-    code = _compile(methods_source(names, "C"))["asdict_zerocopy"]
-    assert same_code(code, _compile(methods_source(names, "C"))["asdict_zerocopy"])
-    assert not same_code(code, _compile(methods_source(["a", "bc"], "C"))["asdict_zerocopy"])
-    assert not same_code(code, _compile(methods_source(["bb", "a"], "C"))["asdict_zerocopy"])
-    assert not same_code(code, _compile("\n" + methods_source(names, "C"))["asdict_zerocopy"])
-    assert not same_code(code, _compile(methods_source(["a", "bbb"], "C"))["asdict_zerocopy"])
-    # Only a column differs: the name sits one column further right.  Code
-    # objects hold columns from 3.11 on.
-    shifted = methods_source(names, "C").replace("        'bb': self.bb,", "        'bb':  self.bb,")
-    assert same_code(code, _compile(shifted)["asdict_zerocopy"]) == (sys.version_info < (3, 11))
+    names = ("a", "bb")
+
+    def code(source: str) -> Any:
+        return lines_only(compile_methods(source)["asdict_zerocopy"])
+
+    reference = code(source_for("cc", names))
+    assert same_code(reference, code(source_for("cc", names)))
+    assert not same_code(reference, code(source_for("cc", ("a", "bc"))))
+    assert not same_code(reference, code(source_for("cc", ("bb", "a"))))
+    assert not same_code(reference, code("\n" + source_for("cc", names)))
+    assert not same_code(reference, code(source_for("cC", names)))
+
+
+# --- any failure of the template falls back to compile -----------------------------
+
+
+def failing(error: type[Exception]) -> Any:
+    def fail(*args: object, **kwargs: object) -> Any:
+        raise error("a code layout this version of metakit does not know")
+
+    return fail
+
+
+@pytest.mark.parametrize("error", [IndexError, ValueError, KeyError, TypeError, AttributeError, RuntimeError])
+@pytest.mark.parametrize("where", ["lines_only", "_copy_for", "same_code"])
+def test_any_failure_of_the_template_falls_back_to_compile(monkeypatch, where, error):
+    # A changed code layout (simulated: the position reader, the copier or
+    # the check raises) must cost speed, never correctness.
+    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
+    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
+    monkeypatch.setattr(_template, where, failing(error))
+    names = [f"fallback_{where}_{error.__name__}_{i}" for i in range(4)]
+    cls = made_twice(names, "Fallback")
+    assert_installed_code_is_its_compiled_source(cls)
+    # Compiled for real: the code keeps its columns, where code has them.
+    compiled = compile_methods(metakit.generated_source(cls))["asdict_zerocopy"]
+    assert cls.asdict_zerocopy.__code__.co_linetable == compiled.co_linetable
+    obj = cls(*range(4))
+    assert obj.asdict_zerocopy() == dict(zip(names, range(4), strict=True))
+    assert metakit.replace(obj, **{names[0]: 9}).astuple_zerocopy() == (9, 1, 2, 3)
+
+
+def test_an_untrusted_template_is_never_used(monkeypatch):
+    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
+    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
+    monkeypatch.setattr(_template, "same_code", lambda a, b: False)
+    assert _template.specialize("cc", ("a", "b")) is None  # first sight
+    assert _template.specialize("cc", ("a", "b")) is None  # built, and found untrusted
+    assert not _template._templates["cc"].trusted
+
+
+def test_a_template_is_built_on_the_second_sight_of_a_shape_only(monkeypatch):
+    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
+    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
+    assert _template.specialize("ccRq", ("a", "b", "c", "d")) is None
+    assert "ccRq" not in _template._templates
+    assert _template.specialize("ccRq", ("e", "f", "g", "h")) is not None
+
+
+def test_templates_and_shapes_met_once_are_bounded(monkeypatch):
+    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
+    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
+    for count in range(3 * _template._MOST_SEEN):
+        _template.specialize("c" * (count % 300), tuple(f"n{i}" for i in range(count % 300)))
+    assert len(_template._templates) <= _template._MOST_TEMPLATES
+    assert len(_template._seen) <= _template._MOST_SEEN
+    assert max(map(len, _template._templates)) <= _template._MOST_ENTRIES
 
 
 # Any name a field may take.  Names that ``ZeroCopy`` or ``object`` already
@@ -386,7 +483,7 @@ identifier = st.text(
 @settings(max_examples=60, deadline=None)
 @given(names=st.lists(identifier, max_size=20, unique=True))
 def test_installed_code_is_its_compiled_source_for_any_names(names):
-    cls = make_dataclass("Random", names, bases=(ZeroCopy,))
+    cls = made_twice(names, "Random")
     assert_installed_code_is_its_compiled_source(cls)
     obj = cls(*names)
     assert obj.asdict_zerocopy() == dict(zip(names, names, strict=True))

@@ -1,0 +1,74 @@
+"""What generated code calls when a call goes wrong.
+
+The generated methods check nothing on the valid path beyond what the
+operations themselves check.  When something fails, they call one of these,
+which tells what was wrong with the argument and raises an error that names
+it.  These functions are among the globals of every generated function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NoReturn
+
+
+class SkipFieldsError(TypeError):
+    """A ``skip_fields`` that is not an iterable of field names."""
+
+
+def _describe(value: object) -> str:
+    return f"{type(value).__qualname__} {value!r}"
+
+
+def _skip_fields_text(skip_fields: str | bytes) -> SkipFieldsError:
+    """The error for a ``str`` or ``bytes`` given as ``skip_fields``: each letter would be taken for a name."""
+    suggestion = f"; write skip_fields={{{skip_fields!r}}}" if isinstance(skip_fields, str) else ""
+    return SkipFieldsError(
+        f"skip_fields must be an iterable of field names, not the {type(skip_fields).__qualname__} "
+        f"{skip_fields!r}{suggestion}"
+    )
+
+
+def _check_skipped(obj: object, name: object) -> None:
+    """Accept *name*, missing from *obj*'s dict, if it is a field; raise if not.
+
+    A field can be missing because it is omitted, or named twice in
+    ``skip_fields``.
+    """
+    if not isinstance(name, str):
+        raise SkipFieldsError(f"skip_fields must hold field names (str), not {_describe(name)}") from None
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance here
+        if f.name == name:
+            return
+    raise ValueError(f"skip_fields names {name!r}, which is not a field of {type(obj).__qualname__}") from None
+
+
+def _skip_fields_failed(skip_fields: object, error: TypeError) -> NoReturn:
+    """Re-raise *error*, met while taking names from *skip_fields*, so that it names ``skip_fields``."""
+    if isinstance(error, SkipFieldsError):
+        raise error
+    try:
+        iterator = iter(skip_fields)  # type: ignore[call-overload]
+    except TypeError:
+        raise SkipFieldsError(f"skip_fields must be an iterable of field names, not {_describe(skip_fields)}") from None
+    if iterator is not skip_fields:  # a collection: find the name that failed
+        for name in iterator:
+            try:
+                hash(name)
+            except TypeError:
+                raise SkipFieldsError(f"skip_fields must hold field names (str), not {_describe(name)}") from None
+    raise error  # raised by the iterable itself: its own error
+
+
+def _replace_by_dataclasses(obj: object, changes: dict[str, Any]) -> Any:
+    """``dataclasses.replace(obj, **changes)``: for what it refuses, with its own error."""
+    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]  # obj is a dataclass instance
+
+
+GLOBALS: dict[str, Any] = {
+    "_skip_fields_text": _skip_fields_text,
+    "_check_skipped": _check_skipped,
+    "_skip_fields_failed": _skip_fields_failed,
+    "_replace_by_dataclasses": _replace_by_dataclasses,
+}
+"""The helpers, by the names generated code calls them."""

@@ -1,0 +1,172 @@
+"""Field names -> the source text of a class's generated methods.
+
+Pure functions on text, testable with no class involved (as attrs'
+``_make_*_script`` functions are).  The source holds only field names, each
+checked by ``writable_name``, the ``repr`` of those names, and fixed text:
+never a default value or any other user object.
+
+The generated functions read two kinds of names besides their arguments:
+attributes of ``self`` (the fields) and the globals that ``_codegen`` gives
+them (``isinstance``, ``str``, ``bytes``, ``KeyError``, ``TypeError`` and the
+helpers in ``_errors``).  Their locals are ``self``, ``skip_fields``,
+``changes``, ``d`` and ``name``, which no field name can reach: a field is
+only ever read as ``self.<name>`` or named in a string literal.
+"""
+
+from __future__ import annotations
+
+import keyword
+import unicodedata
+from collections.abc import Sequence
+from typing import Final
+
+from metakit._fields import ASDICT, ASTUPLE, CARRIED, REFUSED, REPLACE, REQUIRED
+
+_KEYWORDS: Final = frozenset([*keyword.kwlist, "__debug__"])
+
+
+def writable_name(name: object) -> bool:
+    """Whether *name* may be written into source as an attribute name.
+
+    The parser reads identifiers in NFKC form, so a name that is not in that
+    form would name another attribute; ``__debug__`` cannot be a keyword
+    argument.
+    """
+    return (
+        isinstance(name, str)
+        and name.isidentifier()
+        and name not in _KEYWORDS
+        and (name.isascii() or unicodedata.normalize("NFKC", name) == name)
+    )
+
+
+def unwritable(names: Sequence[object]) -> object | None:
+    """The first of *names* that ``writable_name`` refuses, or ``None``."""
+    try:
+        # The usual names, ASCII identifiers that are not keywords, are
+        # checked all at once, in C.
+        if all(map(str.isidentifier, names)) and "".join(names).isascii() and _KEYWORDS.isdisjoint(names):  # type: ignore[arg-type]
+            return None
+    except TypeError:  # a name that is not a str
+        pass
+    return next((name for name in names if not writable_name(name)), None)
+
+
+def header(owner: str) -> str:
+    """The first line of a class's generated source: a comment naming *owner*."""
+    return f"# metakit: the generated methods of {owner}\n"
+
+
+# Skipped names are deleted from the finished dict: cheaper than building a
+# second one.  A name that is missing from it costs nothing until it turns
+# out to be missing, and a skip_fields that is no iterable of names costs
+# nothing until it fails; only then do the helpers in ``_errors`` tell what
+# is wrong.
+_ASDICT_HEAD: Final = (f"def {ASDICT}(self, skip_fields=None):\n", "    d = {\n")
+_ASDICT_TAIL: Final = (
+    "    }\n",
+    "    if skip_fields is None:\n",
+    "        return d\n",
+    "    if isinstance(skip_fields, (str, bytes)):\n",
+    "        raise _skip_fields_text(skip_fields)\n",
+    "    try:\n",
+    "        for name in skip_fields:\n",
+    "            try:\n",
+    "                del d[name]\n",
+    "            except KeyError:\n",
+    "                _check_skipped(self, name)\n",
+    "    except TypeError as error:\n",
+    "        _skip_fields_failed(skip_fields, error)\n",
+    "    return d\n",
+)
+_ASTUPLE_HEAD: Final = ("\n", "\n", f"def {ASTUPLE}(self):\n", "    return (\n")
+_ASTUPLE_TAIL: Final = ("    )\n",)
+_REPLACE_HEAD: Final = ("\n", "\n", f"def {REPLACE}(self, /, **changes):\n")
+
+
+def _replace_lines(names: Sequence[str], roles: str, exact: bool) -> list[str]:
+    """``__replace__``: ``dataclasses.replace``, written out for these fields.
+
+    Whatever ``dataclasses.replace`` would refuse (an ``init=False`` field
+    given, an ``InitVar`` without default missing) is handed to it, so that
+    it raises its own error, as the running Python words it.
+    """
+    if not exact:
+        return [*_REPLACE_HEAD, "    return _replace_by_dataclasses(self, changes)\n"]
+    carried = [name for name, role in zip(names, roles, strict=True) if role == CARRIED]
+    refusals = [f"{name!r} in changes" for name, role in zip(names, roles, strict=True) if role == REFUSED]
+    refusals += [f"{name!r} not in changes" for name, role in zip(names, roles, strict=True) if role == REQUIRED]
+    lines = [*_REPLACE_HEAD, "    if changes:\n"]
+    if refusals:
+        lines += [
+            f"        if {' or '.join(refusals)}:\n",
+            "            return _replace_by_dataclasses(self, changes)\n",
+        ]
+    for name in carried:
+        lines += [f"        if {name!r} not in changes:\n", f"            changes[{name!r}] = self.{name}\n"]
+    lines.append("        return self.__class__(**changes)\n")
+    if REQUIRED in roles:
+        lines.append("    return _replace_by_dataclasses(self, changes)\n")
+    else:
+        lines += ["    return self.__class__(\n", *[f"        {name}=self.{name},\n" for name in carried], "    )\n"]
+    return lines
+
+
+def function_lines(names: Sequence[str], roles: str, included: Sequence[str], exact: bool = True) -> list[str]:
+    """The lines of the three generated functions, each with its newline.
+
+    *names* and *roles* are a ``Layout``'s, *included* the names that
+    ``asdict_zerocopy`` and ``astuple_zerocopy`` return.
+    """
+    return [
+        *_ASDICT_HEAD,
+        *[f"        {name!r}: self.{name},\n" for name in included],
+        *_ASDICT_TAIL,
+        *_ASTUPLE_HEAD,
+        *[f"        self.{name},\n" for name in included],
+        *_ASTUPLE_TAIL,
+        *_replace_lines(names, roles, exact),
+    ]
+
+
+def methods_source(names: Sequence[str], roles: str, included: Sequence[str], owner: str, exact: bool = True) -> str:
+    """The source of the generated methods of class *owner*.
+
+    >>> print(methods_source(["is_prompt"], "c", ["is_prompt"], "engine.Step"))
+    # metakit: the generated methods of engine.Step
+    def asdict_zerocopy(self, skip_fields=None):
+        d = {
+            'is_prompt': self.is_prompt,
+        }
+        if skip_fields is None:
+            return d
+        if isinstance(skip_fields, (str, bytes)):
+            raise _skip_fields_text(skip_fields)
+        try:
+            for name in skip_fields:
+                try:
+                    del d[name]
+                except KeyError:
+                    _check_skipped(self, name)
+        except TypeError as error:
+            _skip_fields_failed(skip_fields, error)
+        return d
+    <BLANKLINE>
+    <BLANKLINE>
+    def astuple_zerocopy(self):
+        return (
+            self.is_prompt,
+        )
+    <BLANKLINE>
+    <BLANKLINE>
+    def __replace__(self, /, **changes):
+        if changes:
+            if 'is_prompt' not in changes:
+                changes['is_prompt'] = self.is_prompt
+            return self.__class__(**changes)
+        return self.__class__(
+            is_prompt=self.is_prompt,
+        )
+    <BLANKLINE>
+    """
+    return "".join([header(owner), *function_lines(names, roles, included, exact)])

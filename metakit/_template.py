@@ -1,0 +1,209 @@
+"""Code compiled once for placeholder names, and copied for real names.
+
+Compiling a class's source costs a third of what making its dataclass costs.
+Yet the code for one *shape* of fields (how many there are, and what each is
+to ``replace``) differs between classes only in the names it reads: its
+``co_names`` and the strings in its ``co_consts``.  So each shape is
+compiled once with the placeholder names ``_0``, ``_1``, ..., and a class
+gets a copy made by ``CodeType.replace`` with its own names.
+
+Positions are kept by line only.  A column depends on the length of every
+name before it on its line, so a copied column table would be wrong; the
+template's table is rewritten once with lines and no columns (tracebacks
+show the line, without carets under it).
+
+Each template is checked once against a real ``compile`` of the same source
+with sample names.  A template that differs, or any exception at all while
+one is built, checked or copied, means no template: the caller compiles the
+source for real (see ``specialize``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from types import CodeType
+from typing import Final
+
+from metakit._source import methods_source
+
+# A template's key: one letter per entry of the layout.  Lower case: the
+# field is returned by asdict_zerocopy; upper case: it is not.  The letter
+# itself is the field's role in replace (see metakit._fields).
+_INCLUDED: Final = frozenset("cr")
+
+_MOST_ENTRIES: Final = 256
+"""Past this many fields a class is compiled for real: such classes are rare, and their templates large."""
+_MOST_TEMPLATES: Final = 64
+_MOST_SEEN: Final = 1024
+
+
+def template_key(roles: str, names: tuple[str, ...], included: tuple[str, ...]) -> str:
+    """The key of the template that serves a layout."""
+    kept = set(included)
+    return "".join(role if name in kept else role.upper() for name, role in zip(names, roles, strict=True))
+
+
+def compile_methods(source: str) -> dict[str, CodeType]:
+    """Compile *source* for real: each function's code, by name."""
+    module = compile(source, "<metakit>", "exec")
+    return {c.co_name: c for c in module.co_consts if isinstance(c, CodeType)}
+
+
+# --- positions by line (3.11+) ---------------------------------------------
+# From 3.11 on, ``co_linetable`` holds entries of up to 8 code units each; the
+# first byte of an entry is 0x80 | code << 3 | (length - 1).  Code 13 means
+# "a line and no columns", followed by the line's distance from the previous
+# entry's line as a signed varint; code 15 means "no position".  See
+# CPython's InternalDocs/locations.md (Objects/locations.md before 3.13).
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 64:
+        out.append(0x40 | (value & 63))
+        value >>= 6
+    out.append(value)
+    return bytes(out)
+
+
+def _signed_varint(value: int) -> bytes:
+    return _varint((-value << 1) | 1 if value < 0 else value << 1)
+
+
+if sys.version_info >= (3, 11):
+
+    def lines_only(code: CodeType) -> CodeType:
+        """*code* with the same line for each instruction and no columns."""
+        table = bytearray()
+        lines = [position[0] for position in code.co_positions()]
+        previous = code.co_firstlineno
+        start = 0
+        while start < len(lines):
+            line = lines[start]
+            end = start + 1
+            while end < len(lines) and end - start < 8 and lines[end] == line:
+                end += 1
+            if line is None:
+                table.append(0x80 | 15 << 3 | (end - start - 1))
+            else:
+                table.append(0x80 | 13 << 3 | (end - start - 1))
+                table += _signed_varint(line - previous)
+                previous = line
+            start = end
+        return code.replace(co_linetable=bytes(table))
+
+else:
+
+    def lines_only(code: CodeType) -> CodeType:
+        """*code* as it is: before 3.11, code has lines and no columns."""
+        return code
+
+
+# --- templates ---------------------------------------------------------------
+
+
+def _copy_for(code: CodeType, names: dict[str, str]) -> CodeType:
+    """*code* with each placeholder in its names and constants replaced by its name in *names*."""
+
+    def const(value: object) -> object:
+        if type(value) is str:
+            return names.get(value, value)
+        if type(value) is tuple:
+            return tuple([const(item) for item in value])
+        return value
+
+    return code.replace(
+        co_names=tuple([names.get(name, name) for name in code.co_names]),
+        co_consts=tuple([const(value) for value in code.co_consts]),
+    )
+
+
+def same_code(a: CodeType, b: CodeType) -> bool:
+    """Whether *a* and *b* run the same bytecode with the same names, constants and lines."""
+    return (
+        a == b
+        and a.co_code == b.co_code
+        and a.co_linetable == b.co_linetable
+        and getattr(a, "co_exceptiontable", None) == getattr(b, "co_exceptiontable", None)
+        and list(a.co_lines()) == list(b.co_lines())
+    )
+
+
+class Template:
+    """The generated methods of one shape, compiled for placeholder names."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.placeholders = tuple(f"_{i}" for i in range(len(key)))
+        self.codes: dict[str, CodeType] = {}
+        self.reads: frozenset[str] = frozenset()
+        try:
+            self.trusted = self._build()
+        except Exception:  # any failure means no template (see the module's docstring)
+            self.trusted = False
+
+    def _build(self) -> bool:
+        """Compile the template and check it against a real compile; whether it agrees."""
+        self.codes = self._compiled(self.placeholders)
+        # Names the code reads besides the fields (``isinstance``, ``KeyError``,
+        # ...).  ``compile`` holds a field of the same name once in
+        # ``co_names``, a copy of the template twice: such fields are
+        # compiled for real.
+        self.reads = frozenset(n for c in self.codes.values() for n in c.co_names if n not in self.placeholders)
+        # Names of many lengths, some not ASCII.
+        sample = tuple(f"s{i}_" + "é" * (i % 3) + "w" * (i * 7 % 40) for i in range(len(self.key)))
+        ours = self.specialize(sample)
+        theirs = self._compiled(sample)
+        return ours.keys() == theirs.keys() and all(same_code(ours[m], theirs[m]) for m in ours)
+
+    def _compiled(self, names: tuple[str, ...]) -> dict[str, CodeType]:
+        roles = self.key.lower()
+        included = tuple(name for name, letter in zip(names, self.key, strict=True) if letter in _INCLUDED)
+        codes = compile_methods(methods_source(names, roles, included, "template"))
+        return {name: lines_only(code) for name, code in codes.items()}
+
+    def specialize(self, names: tuple[str, ...]) -> dict[str, CodeType]:
+        """The template's code for fields *names*: what ``compile`` gives for them, by line."""
+        mapping = dict(zip(self.placeholders, names, strict=True))
+        return {method: _copy_for(code, mapping) for method, code in self.codes.items()}
+
+
+# Templates by key, least recently used first; and the keys met once, which
+# get a template when they are met again (a shape met only once would pay
+# for its template and never use it).  Both bounded.  The caller holds a lock.
+_templates: OrderedDict[str, Template] = OrderedDict()
+_seen: OrderedDict[str, None] = OrderedDict()
+
+
+def specialize(key: str, names: tuple[str, ...]) -> dict[str, CodeType] | None:
+    """Code for fields *names* copied from the template for *key*, or ``None``: compile it for real."""
+    # Any failure of the optimisation, whatever its exception, means no
+    # template: a layout of code objects that this module does not expect
+    # must cost speed, never correctness.
+    try:
+        template = _template(key)
+        if template is None or not template.trusted or not template.reads.isdisjoint(names):
+            return None
+        return template.specialize(names)
+    except Exception:  # see above: fall back to compile
+        return None
+
+
+def _template(key: str) -> Template | None:
+    template = _templates.get(key)
+    if template is not None:
+        _templates.move_to_end(key)
+        return template
+    if len(key) > _MOST_ENTRIES:
+        return None
+    if key not in _seen:
+        _seen[key] = None
+        if len(_seen) > _MOST_SEEN:
+            _seen.popitem(last=False)
+        return None
+    del _seen[key]
+    template = _templates[key] = Template(key)
+    if len(_templates) > _MOST_TEMPLATES:
+        _templates.popitem(last=False)
+    return template

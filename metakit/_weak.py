@@ -1,0 +1,50 @@
+"""A dict whose values are held weakly: the one weak container metakit keeps."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+
+class WeakValues(Generic[_K, _V]):
+    """A dict of weak references to its values, in insertion order.
+
+    A dead value counts as absent.  Dead references are dropped whenever the
+    dict has doubled since the last time, which costs O(1) an entry: cheaper
+    than ``weakref.WeakValueDictionary``'s callback per entry, and no
+    callback runs while the owner holds its lock.  Not thread-safe by
+    itself: its owner locks.
+    """
+
+    __slots__ = ("_prune_at", "_refs")
+
+    def __init__(self) -> None:
+        self._refs: dict[_K, weakref.ref[_V]] = {}
+        self._prune_at = 64
+
+    def get(self, key: _K) -> _V | None:
+        """The live value under *key*, or ``None``."""
+        ref = self._refs.get(key)
+        return None if ref is None else ref()
+
+    def __setitem__(self, key: _K, value: _V) -> None:
+        self._refs[key] = weakref.ref(value)
+        if len(self._refs) > self._prune_at:
+            self._refs = {key: ref for key, ref in self._refs.items() if ref() is not None}
+            self._prune_at = max(64, 2 * len(self._refs))
+
+    def pop(self, key: _K) -> None:
+        """Forget *key*, if it is there."""
+        self._refs.pop(key, None)
+
+    def values(self) -> list[_V]:
+        """The live values, oldest first."""
+        return [value for value in (ref() for ref in list(self._refs.values())) if value is not None]
+
+    def keys(self) -> list[_K]:
+        """The keys of live values, oldest first."""
+        return [key for key, ref in list(self._refs.items()) if ref() is not None]
