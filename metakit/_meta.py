@@ -23,7 +23,7 @@ import dataclasses
 import inspect
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from itertools import count
 from typing import Any, Final, TypeVar
 
@@ -256,7 +256,9 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
     __slots__ = ()
 
-    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:
+    # skip_fields is Any so that overrides may narrow it (vLLM's takes
+    # Optional[Set[str]]); the mypy plugin checks it is an Iterable[str].
+    def asdict_zerocopy(self, skip_fields: Any = None) -> dict[str, Any]:
         """A new dict of this instance's fields, holding the very same objects.
 
         Its keys are the names in ``dataclasses.fields(self)``, in that order,
