@@ -20,10 +20,11 @@ import json
 import multiprocessing
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import InitVar, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,7 +35,7 @@ import torch.distributed as dist
 
 import metakit
 from metakit import OMIT, ZeroCopy
-from metakit._meta import OMIT_KEY
+from metakit._fields import OMIT_KEY
 from metakit.distributed import BroadcastError, broadcast_metadata
 from metakit.examples.engine import (
     AttentionMetadata,
@@ -198,6 +199,46 @@ def _drifting_class(extra_field: bool) -> type:
     return Drifting
 
 
+class KernelWrapper:
+    """Stands for a kernel wrapper: it holds a lock, so it cannot be pickled."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+@dataclass
+class WrapperMetadata(ZeroCopy):
+    """FlashInfer's shape: the wrappers are plain fields, and an override keeps them off the wire."""
+
+    num_decode_tokens: int
+    slot_mapping: torch.Tensor
+    paged_kv_indptr: torch.Tensor | None = None
+    prefill_wrapper: KernelWrapper | None = None
+    decode_wrapper: KernelWrapper | None = None
+
+    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:  # type: ignore[override]
+        skip = set() if skip_fields is None else skip_fields
+        assert isinstance(skip, set)
+        skip.add("prefill_wrapper")
+        skip.add("decode_wrapper")
+        return dict(super().asdict_zerocopy(skip))
+
+
+@dataclass(frozen=True)
+class ModelInput(ZeroCopy):
+    """A GPU model input's shape: ``__getstate__`` drops the callback, a closure that cannot be pickled."""
+
+    input_tokens: torch.Tensor | None = None
+    seq_lens: list[int] | None = None
+    virtual_engine: int = 0
+    async_callback: Callable[[], None] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["async_callback"]
+        return state
+
+
 # --- helpers the ranks use -------------------------------------------------
 
 
@@ -270,7 +311,7 @@ def _then_the_group_still_works(rank: int) -> Iterator[None]:
         _send_and_check(rank, make_attention_metadata())
 
 
-def _assert_refused(rank: int, record: object, error: type[Exception], match: str) -> None:
+def _assert_refused(rank: int, record: object, error: type[Exception], match: str, **options: Any) -> None:
     """The source raises *error* matching *match*; every other rank raises ``BroadcastError`` saying so.
 
     Then the same group carries the next record: no rank was left waiting.
@@ -278,10 +319,10 @@ def _assert_refused(rank: int, record: object, error: type[Exception], match: st
     with _then_the_group_still_works(rank):
         if rank == _SRC:
             with pytest.raises(error, match=match):
-                broadcast_metadata(record)
+                broadcast_metadata(record, **options)
         else:
             with pytest.raises(BroadcastError, match=f"rank {_SRC}, the source, could not send its record: .*{match}"):
-                broadcast_metadata(None)
+                broadcast_metadata(None, **options)
 
 
 def _assert_receivers_refuse(rank: int, make_record: Callable[[], object], match: str) -> None:
@@ -551,7 +592,7 @@ def ambiguous_class_name_fails_on_receivers_only(rank: int, world: int) -> None:
 def fields_that_differ_between_ranks_fail_on_receivers(rank: int, world: int) -> None:
     drifting = _drifting_class(extra_field=rank == _SRC)
     _assert_receivers_refuse(
-        rank, lambda: drifting(1, 2), r"has the fields \('a',\) here, but the source sent \('a', 'b'\)"
+        rank, lambda: drifting(1, 2), r"has the fields \('a',\) here, but the sender's has \('a', 'b'\)"
     )
 
 
@@ -580,12 +621,18 @@ def unsupported_tensors_are_refused(rank: int, world: int) -> None:
         warnings.simplefilter("ignore", UserWarning)  # deprecated (quantized) or a prototype (nested)
         quantized = torch.quantize_per_tensor(torch.rand(3), 0.1, 0, torch.quint8)
         nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
-    _assert_refused(rank, AttentionMetadata(0, 0, 0, quantized), TypeError, "field 'slot_mapping': .*quantized")
-    _assert_refused(rank, Bag({"nested": [nested]}), TypeError, "a tensor inside a field value: .*nested tensor")
+    _assert_refused(
+        rank,
+        AttentionMetadata(0, 0, 0, quantized),
+        TypeError,
+        "field 'slot_mapping' of AttentionMetadata cannot be sent: a quantized tensor",
+    )
+    _assert_refused(rank, Bag({"nested": [nested]}), TypeError, "field 'values' of Bag cannot be sent: a nested tensor")
 
 
 def unpicklable_values_are_refused(rank: int, world: int) -> None:
-    _assert_refused(rank, Bag({"function": lambda: None}), Exception, "lambda")
+    _assert_refused(rank, Bag({"function": lambda: None}), TypeError, "field 'values' of Bag cannot be sent")
+    _assert_refused(rank, Bag({"lock": threading.Lock()}), TypeError, "field 'values' of Bag cannot be sent: TypeError")
 
 
 def values_from_modules_a_receiver_never_imported_fail_there(rank: int, world: int) -> None:
@@ -596,7 +643,7 @@ def values_from_modules_a_receiver_never_imported_fail_there(rank: int, world: i
 
         return Bag({"function": colorsys.rgb_to_hsv})
 
-    _assert_receivers_refuse(rank, make_record, "colorsys is not imported on this rank")
+    _assert_receivers_refuse(rank, make_record, "colorsys is not imported here")
     if rank != _SRC:
         assert not imported_before, "the case needs a module that the receivers have not imported"
         assert "colorsys" not in sys.modules, "a receiver imported a module named on the wire"
@@ -629,6 +676,124 @@ def a_subgroup_with_its_own_source(rank: int, world: int) -> None:
             broadcast_metadata(None, src=src, group=group)
 
 
+@contextlib.contextmanager
+def _collectives() -> Iterator[list[int]]:
+    """Count the broadcasts this rank issues in the block (``[count]``, read after it)."""
+    issued = [0]
+    real = dist.broadcast
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        issued[0] += 1
+        return real(*args, **kwargs)
+
+    dist.broadcast = counting  # type: ignore[assignment]
+    try:
+        yield issued
+    finally:
+        dist.broadcast = real
+
+
+def override_keeps_unpicklable_wrappers_off_the_wire(rank: int, world: int) -> None:
+    record = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2]), KernelWrapper(), KernelWrapper())
+    got = _send_and_check(rank, record if rank == _SRC else WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2])))
+    assert isinstance(got, WrapperMetadata)
+    if rank != _SRC:
+        assert (got.prefill_wrapper, got.decode_wrapper) == (None, None)
+
+
+def getstate_drops_the_callback_and_receivers_get_the_default(rank: int, world: int) -> None:
+    def callback() -> None:
+        pass
+
+    record = ModelInput(torch.arange(4), [4], 1, callback if rank == _SRC else None)
+    got = _send_and_check(rank, record)
+    assert isinstance(got, ModelInput)
+    if rank != _SRC:
+        assert got.async_callback is None
+
+
+def skip_fields_per_call(rank: int, world: int) -> None:
+    record = make_flash_attention_metadata()
+    record.kv_cache_dtype = "fp8"
+    got = broadcast_metadata(record if rank == _SRC else None, skip_fields={"kv_cache_dtype"})
+    assert isinstance(got, FlashAttentionMetadata)
+    if rank != _SRC:
+        assert got.kv_cache_dtype == "auto"
+        assert torch.equal(got.slot_mapping, record.slot_mapping)
+    skip = {"seq_lens"}
+    _assert_refused(rank, record, TypeError, "requires 'seq_lens', which would not travel", skip_fields=skip)
+
+
+def small_record_costs_one_collective(rank: int, world: int) -> None:
+    record = make_flash_attention_metadata()
+    _send_and_check(rank, record)
+    with _collectives() as issued:
+        _send_and_check(rank, record)
+        _send_and_check(rank, Bag({"empty": torch.empty(0), "also": torch.empty(3, 0)}))
+    assert issued[0] == 2, f"{issued[0]} collectives for two small records"
+
+
+def overflow_costs_a_second_collective_once(rank: int, world: int) -> None:
+    for _ in range(20):  # records that stay small make the frame small again
+        _send_and_check(rank, Bag({"x": torch.arange(4)}))
+    record = Bag({f"t{i}": torch.arange(i, 30_000 + i) for i in range(3)})  # 720 KB, all under 1 MiB
+    with _collectives() as issued:
+        _send_and_check(rank, record)
+    assert issued[0] == 2, f"{issued[0]} collectives for a record larger than the frame"
+    with _collectives() as issued:
+        _send_and_check(rank, record)
+    assert issued[0] == 1, f"{issued[0]} collectives once the frame has grown"
+
+
+def large_tensors_travel_each_in_one_collective(rank: int, world: int) -> None:
+    record = Bag({"a": torch.arange(1 << 18), "b": torch.ones(1 << 19, dtype=torch.float32), "c": torch.arange(3)})
+    _send_and_check(rank, record)
+    with _collectives() as issued:
+        _send_and_check(rank, record)
+    assert issued[0] == 3, f"{issued[0]} collectives for one frame and two large tensors"
+
+
+def one_rank_groups_cost_no_collective(rank: int, world: int) -> None:
+    alone = [dist.new_group([member]) for member in range(world)]  # every rank creates every group
+    record = make_flash_attention_metadata()
+    with _collectives() as issued:
+        assert broadcast_metadata(record, group=alone[rank], group_src=0) is record
+        assert broadcast_metadata(record, src=rank, group=alone[rank]) is record
+    assert issued[0] == 0
+    with pytest.raises(ValueError, match="got None on the source rank"):
+        broadcast_metadata(None, group=alone[rank], group_src=0)
+
+
+def group_src_names_the_source_by_its_rank_in_the_group(rank: int, world: int) -> None:
+    group = dist.new_group(list(range(world)))
+    source = dist.get_global_rank(group, world - 1)
+    want = make_flash_attention_metadata(num_seqs=3)
+    got = broadcast_metadata(want if rank == source else None, group=group, group_src=world - 1)
+    if rank != source:
+        _assert_same_record(got, want)
+    members = list(range(1, world))  # a group whose ranks are not the global ones
+    subgroup = dist.new_group(members)
+    if rank in members:
+        got = broadcast_metadata(want if rank == members[-1] else None, group=subgroup, group_src=len(members) - 1)
+        if rank != members[-1]:
+            _assert_same_record(got, want)
+    with pytest.raises(ValueError, match="takes src or group_src, not both"):
+        broadcast_metadata(None, src=0, group=group, group_src=0)
+    with pytest.raises(ValueError, match=f"group_src={world}, but the group has {world} ranks"):
+        broadcast_metadata(None, group=group, group_src=world)
+
+
+def cpu_group_carries_the_header(rank: int, world: int) -> None:
+    cpu_group = dist.new_group(list(range(world)), backend="gloo")
+    record = make_flash_attention_metadata(num_tokens=1 << 18)  # a large tensor too
+    got = broadcast_metadata(record if rank == _SRC else None, cpu_group=cpu_group)
+    if rank != _SRC:
+        _assert_same_record(got, record)
+    got = broadcast_metadata(record if rank == world - 1 else None, group_src=world - 1, cpu_group=cpu_group)
+    if rank != world - 1:
+        _assert_same_record(got, record)
+
+
 _CASES: list[Callable[[int, int], None]] = [
     example_records_arrive_equal,
     flashinfer_omit_fields_get_defaults_and_post_init_runs,
@@ -657,6 +822,15 @@ _CASES: list[Callable[[int, int], None]] = [
     values_from_modules_a_receiver_never_imported_fail_there,
     tensors_keep_requires_grad_and_lose_lazy_conjugation,
     a_subgroup_with_its_own_source,
+    override_keeps_unpicklable_wrappers_off_the_wire,
+    getstate_drops_the_callback_and_receivers_get_the_default,
+    skip_fields_per_call,
+    small_record_costs_one_collective,
+    overflow_costs_a_second_collective_once,
+    large_tensors_travel_each_in_one_collective,
+    one_rank_groups_cost_no_collective,
+    group_src_names_the_source_by_its_rank_in_the_group,
+    cpu_group_carries_the_header,
 ]
 
 

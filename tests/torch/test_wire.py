@@ -1,0 +1,398 @@
+"""``metakit.wire``: what travels of a record, and ``pack``/``unpack`` in one process and between two.
+
+The records are written in the shapes of real engine records: a FlashInfer
+style metadata whose ``asdict_zerocopy`` override leaves its kernel wrappers
+out, a GPU model input whose ``__getstate__`` drops an async callback, and a
+V1 style common attention metadata holding tensors and their CPU twins.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import threading
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+import pytest
+import torch
+
+from metakit import OMIT, ZeroCopy, wire
+from metakit.examples.engine import example_records, make_flash_attention_metadata
+from metakit.wire import WireError
+
+
+class KernelWrapper:
+    """Stands for a kernel wrapper: it holds a lock, so it cannot be pickled."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+@dataclass
+class WrapperMetadata(ZeroCopy):
+    """FlashInfer's shape: the wrappers are plain fields, and an override keeps them off the wire."""
+
+    num_decode_tokens: int
+    slot_mapping: torch.Tensor
+    paged_kv_indptr: torch.Tensor | None = None
+    page_size: int = 16
+    prefill_wrapper: KernelWrapper | None = None
+    decode_wrapper: KernelWrapper | None = None
+
+    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:  # type: ignore[override]
+        skip = set() if skip_fields is None else skip_fields
+        assert isinstance(skip, set), "the override adds to the set it gets, as vLLM's does"
+        skip.add("prefill_wrapper")
+        skip.add("decode_wrapper")
+        return dict(super().asdict_zerocopy(skip))
+
+
+@dataclass(frozen=True)
+class ModelInput(ZeroCopy):
+    """A GPU model input's shape: ``__getstate__`` drops the callback, a closure that cannot be pickled."""
+
+    input_tokens: torch.Tensor | None = None
+    input_positions: torch.Tensor | None = None
+    seq_lens: list[int] | None = None
+    virtual_engine: int = 0
+    async_callback: Callable[[], None] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["async_callback"]
+        return state
+
+
+@dataclass
+class CommonAttentionMetadata(ZeroCopy):
+    """V1's shape: the start locations on the device and their CPU twin, plus a view of a parent tensor."""
+
+    query_start_loc: torch.Tensor
+    query_start_loc_cpu: torch.Tensor
+    seq_lens: torch.Tensor
+    num_reqs: int
+    num_actual_tokens: int
+    max_query_len: int
+    slot_mapping: torch.Tensor
+    decode_slot_mapping: torch.Tensor
+
+
+@dataclass
+class Derived(ZeroCopy):
+    """A required field, a defaulted one, and one that ``__post_init__`` makes."""
+
+    lens: list[int]
+    label: str = "default"
+    total: int = field(init=False, default=0)
+    omitted: object = field(default="kept out", metadata=OMIT)
+
+    def __post_init__(self) -> None:
+        self.total = sum(self.lens)
+
+
+@dataclass
+class Bag(ZeroCopy):
+    values: dict[str, Any]
+
+
+@dataclass
+class PlainRecord:
+    x: int
+
+
+def _callback() -> Callable[[], None]:
+    def callback() -> None:
+        pass
+
+    return callback
+
+
+def _common() -> CommonAttentionMetadata:
+    slots = torch.arange(10, 20)
+    starts = torch.tensor([0, 3, 7], dtype=torch.int32)
+    return CommonAttentionMetadata(starts, starts.clone(), torch.tensor([3, 4]), 2, 7, 4, slots, slots[4:])
+
+
+def _roundtrip(record: object, **options: Any) -> Any:
+    header, buffers = wire.pack(record, **options)
+    return wire.unpack(header, [bytearray(buffer) for buffer in buffers])
+
+
+def _assert_equal_tensors(got: Any, want: Any) -> None:
+    assert isinstance(got, torch.Tensor)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    assert torch.equal(got, want)
+
+
+def test_example_records_round_trip() -> None:
+    for record in example_records():
+        got = _roundtrip(record)
+        assert type(got) is type(record)
+        for name, value in record.asdict_zerocopy().items():
+            if isinstance(value, torch.Tensor):
+                _assert_equal_tensors(getattr(got, name), value)
+            else:
+                assert getattr(got, name) == value, name
+
+
+def test_received_tensors_are_views_of_the_writable_buffers() -> None:
+    header, buffers = wire.pack(make_flash_attention_metadata(num_tokens=1 << 18))
+    owned = [bytearray(buffer) for buffer in buffers]
+    got = wire.unpack(header, owned)
+    assert len(owned) == 2, "the shared buffer and the 2 MiB slot mapping's own"
+    pointers = [torch.frombuffer(buffer, dtype=torch.uint8).data_ptr() for buffer in owned]
+    assert got.slot_mapping.data_ptr() == pointers[1]
+    assert pointers[0] <= got.block_tables.data_ptr() < pointers[0] + len(owned[0])
+    owned[1][:8] = (99).to_bytes(8, "little")
+    assert got.slot_mapping[0] == 99, "no copy was made"
+
+
+def test_read_only_buffers_are_copied_once() -> None:
+    record = make_flash_attention_metadata()
+    header, buffers = wire.pack(record)
+    got = wire.unpack(header, [bytes(buffer) for buffer in buffers])
+    _assert_equal_tensors(got.slot_mapping, record.slot_mapping)
+    got.slot_mapping[0] = 5  # writable memory of its own
+
+
+def test_large_tensor_is_sent_from_its_own_memory() -> None:
+    record = make_flash_attention_metadata(num_tokens=1 << 18)
+    _, buffers = wire.pack(record)
+    assert buffers[1].nbytes == record.slot_mapping.nbytes
+    assert torch.frombuffer(buffers[1], dtype=torch.uint8).data_ptr() == record.slot_mapping.data_ptr()
+
+
+def test_override_keeps_the_wrappers_off_the_wire_and_receivers_get_defaults() -> None:
+    record = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 1]), 32, KernelWrapper(), KernelWrapper())
+    got = _roundtrip(record)
+    assert (got.prefill_wrapper, got.decode_wrapper) == (None, None)
+    assert got.page_size == 32
+    _assert_equal_tensors(got.paged_kv_indptr, record.paged_kv_indptr)
+
+
+def test_skip_fields_per_call_reaches_the_override_and_defaults_fill_in() -> None:
+    record = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 1]), 32, KernelWrapper())
+    skip = frozenset({"page_size", "paged_kv_indptr"})
+    got = _roundtrip(record, skip_fields=skip)
+    assert (got.page_size, got.paged_kv_indptr) == (16, None)
+    assert skip == {"page_size", "paged_kv_indptr"}, "the caller's skip_fields is never changed"
+
+
+def test_custom_getstate_decides_what_travels() -> None:
+    record = ModelInput(torch.arange(4), torch.arange(4), [4], 1, _callback())
+    got = _roundtrip(record)
+    assert got.async_callback is None
+    assert (got.seq_lens, got.virtual_engine) == ([4], 1)
+    _assert_equal_tensors(got.input_tokens, record.input_tokens)
+
+
+def test_post_init_and_defaults_run_on_the_receiver() -> None:
+    record = Derived([1, 2, 3], "sent", omitted="left behind")
+    record.total = 99  # init=False fields travel and are set after __init__
+    got = _roundtrip(record)
+    assert (got.lens, got.label, got.total, got.omitted) == ([1, 2, 3], "sent", 99, "kept out")
+    got = _roundtrip(record, skip_fields={"total", "label"})
+    assert (got.label, got.total) == ("default", 6), "the default, and what __post_init__ makes"
+
+
+def test_a_required_field_that_would_not_travel_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"Derived.__init__ requires 'lens', which would not travel"):
+        wire.pack(Derived([1]), skip_fields={"lens"})
+
+
+def test_cpu_twins_and_views_arrive_with_their_values() -> None:
+    record = _common()
+    got = _roundtrip(record)
+    for name in ("query_start_loc", "query_start_loc_cpu", "slot_mapping", "decode_slot_mapping"):
+        _assert_equal_tensors(getattr(got, name), getattr(record, name))
+    # Documented: views of one storage arrive with memory of their own.
+    got.slot_mapping[4] = -1
+    assert got.decode_slot_mapping[0] == 14
+
+
+def test_same_tensor_twice_arrives_as_one_object() -> None:
+    shared = torch.arange(3)
+    got = _roundtrip(Bag({"a": shared, "b": [shared, shared]}))
+    assert got.values["a"] is got.values["b"][0] is got.values["b"][1]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (lambda: None, "PicklingError|AttributeError"),
+        (_callback(), "PicklingError|AttributeError"),
+        (threading.Lock(), "TypeError: cannot pickle"),
+        (torch.eye(2).to_sparse(), "layout torch.sparse_coo"),
+        (torch.empty(2, device="meta"), "meta device"),
+    ],
+    ids=["lambda", "local function", "lock", "sparse tensor", "meta tensor"],
+)
+def test_a_value_that_cannot_be_sent_names_its_field(value: object, reason: str) -> None:
+    with pytest.raises(TypeError, match=rf"field 'values' of Bag cannot be sent: .*({reason})"):
+        wire.pack(Bag({"ok": 1, "bad": [value]}))
+
+
+def test_records_of_other_classes_are_refused() -> None:
+    with pytest.raises(TypeError, match="PlainRecord is not one"):
+        wire.pack(PlainRecord(1))
+    with pytest.raises(TypeError, match="int is not a dataclass"):
+        wire.pack(3)
+    with pytest.raises(TypeError, match="got the class Bag itself"):
+        wire.pack(Bag)
+
+
+def test_getstate_that_is_not_a_dict_is_refused() -> None:
+    @dataclass
+    class Listed(ZeroCopy):
+        x: int
+
+        def __getstate__(self) -> list[int]:
+            return [self.x]
+
+    with pytest.raises(TypeError, match=r"Listed.__getstate__\(\) returned a list"):
+        wire.pack(Listed(1))
+
+
+def test_an_override_returning_a_name_that_is_not_a_field_is_refused() -> None:
+    @dataclass
+    class Extra(ZeroCopy):
+        x: int
+
+        def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:  # type: ignore[override]
+            return {**super().asdict_zerocopy(skip_fields), "extra": 1}
+
+    with pytest.raises(TypeError, match="returned 'extra', which is not a field"):
+        wire.pack(Extra(1))
+
+
+def test_a_class_that_is_not_alive_on_the_receiver_is_refused() -> None:
+    def make() -> object:
+        @dataclass
+        class Gone(ZeroCopy):
+            x: int
+
+        return Gone(1)
+
+    header, buffers = wire.pack(make())
+    gc.collect()
+    with pytest.raises(WireError, match=r"no dataclass made by ZeroCopyFields named .*Gone is alive here"):
+        wire.unpack(header, buffers)
+
+
+def test_headers_and_buffers_that_do_not_match_are_refused() -> None:
+    header, buffers = wire.pack(make_flash_attention_metadata())
+    with pytest.raises(WireError, match="lists 1 buffers, but 2 were given"):
+        wire.unpack(header, [*buffers, b""])
+    with pytest.raises(WireError, match="buffer 0 holds 3 bytes"):
+        wire.unpack(header, [b"abc"])
+    with pytest.raises(WireError, match="not a metakit header"):
+        wire.unpack(b"XYZ" + header[3:], buffers)
+    other_format = header[:3] + bytes([wire.FORMAT + 1]) + header[4:]
+    with pytest.raises(WireError, match=f"format {wire.FORMAT + 1} arrived"):
+        wire.unpack(other_format, buffers)
+    assert wire.buffer_count(header) == 1
+
+
+# --- between two processes -------------------------------------------------------
+
+
+def _records(sending: bool) -> list[object]:
+    """The records both processes build the same way: the receiver compares with its own.
+
+    The sender's model input holds a callback; what the receiver gets, and
+    builds for itself, has none.
+    """
+    return [
+        *example_records(),
+        make_flash_attention_metadata(num_tokens=1 << 18),
+        WrapperMetadata(3, torch.arange(3), torch.tensor([0, 1]), 32, KernelWrapper(), KernelWrapper()),
+        ModelInput(torch.arange(4), None, [4], 2, _callback() if sending else None),
+        _common(),
+    ]
+
+
+def _receiver(conn: Connection) -> None:
+    """Receive every record over *conn*, compare it with its own, and answer with what failed."""
+    failures = []
+    for want in _records(sending=False):
+        try:
+            header = conn.recv_bytes()
+            buffers = []
+            for nbytes in (spec.nbytes for spec in wire.buffer_table(header)):
+                buffer = bytearray(nbytes)
+                if nbytes:
+                    conn.recv_bytes_into(buffer)
+                buffers.append(buffer)
+            got = wire.unpack(header, buffers)
+            assert type(got) is type(want), type(got)
+            for name, value in want.asdict_zerocopy().items():  # type: ignore[attr-defined]
+                mine = getattr(got, name)
+                ok = torch.equal(mine, value) if isinstance(value, torch.Tensor) else mine == value
+                assert ok, f"{type(want).__qualname__}.{name}"
+        except Exception:
+            failures.append(traceback.format_exc())
+    conn.send(failures)
+
+
+def _module_guard(conn: Connection) -> None:
+    """Receive one record that refers to ``colorsys``, which this process never imported."""
+    import sys
+
+    header = conn.recv_bytes()
+    buffers = [bytearray(spec.nbytes) for spec in wire.buffer_table(header)]
+    for buffer in buffers:
+        if buffer:
+            conn.recv_bytes_into(buffer)
+    try:
+        wire.unpack(header, buffers)
+        conn.send("unpack() accepted a value from a module that is not imported")
+    except WireError as error:
+        conn.send(str(error) if "colorsys" not in sys.modules else "unpack() imported colorsys")
+
+
+def _send(conn: Connection, record: object) -> None:
+    header, buffers = wire.pack(record)
+    conn.send_bytes(header)
+    for buffer in buffers:
+        if buffer.nbytes:
+            conn.send_bytes(buffer)
+
+
+def _spawn(target: Callable[[Connection], None]) -> tuple[Any, Connection]:
+    context = multiprocessing.get_context("spawn")
+    mine, theirs = context.Pipe()
+    process = context.Process(target=target, args=(theirs,), daemon=True)
+    process.start()
+    return process, mine
+
+
+def test_records_travel_between_two_processes_over_a_pipe() -> None:
+    process, conn = _spawn(_receiver)
+    try:
+        for record in _records(sending=True):
+            _send(conn, record)
+        assert conn.poll(120), "the receiving process did not answer"
+        failures = conn.recv()
+        assert not failures, "\n".join(failures)
+    finally:
+        process.join(30)
+        if process.is_alive():
+            process.kill()
+
+
+def test_a_value_from_a_module_the_receiver_never_imported_is_refused_there() -> None:
+    import colorsys
+
+    process, conn = _spawn(_module_guard)
+    try:
+        _send(conn, Bag({"function": colorsys.rgb_to_hsv}))
+        assert conn.poll(120), "the receiving process did not answer"
+        assert "colorsys is not imported here, and metakit never imports a module" in conn.recv()
+    finally:
+        process.join(30)
+        if process.is_alive():
+            process.kill()
