@@ -7,6 +7,7 @@ reads its output.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.machinery
 import json
 import subprocess
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from metakit import bench
-from metakit.bench import calls, report
+from metakit.bench import calls, replace, report, timing
 
 HAS_TORCH = report.installed("torch") is not None
 HAS_MATPLOTLIB = report.installed("matplotlib") is not None
@@ -79,11 +80,12 @@ def test_json_has_the_documented_top_level_shape(run: Run) -> None:
         "subject",
         "rounds",
         "calls",
+        "replace",
         "sweep",
         "creation",
         "targets",
     }
-    assert run.report["schema"] == 1
+    assert run.report["schema"] == 2
     versions = run.report["versions"]
     assert set(versions) == {"metakit", "python", "implementation", "platform", "torch", "attrs", "msgspec"}
     assert versions["python"] == ".".join(map(str, sys.version_info[:3]))
@@ -97,14 +99,15 @@ def test_json_has_the_documented_top_level_shape(run: Run) -> None:
 
 def test_every_part_ran_several_interleaved_rounds(run: Run) -> None:
     rounds = run.report["rounds"]
-    assert set(rounds) == {"calls", "sweep", "creation"}
+    assert set(rounds) == {"calls", "replace", "sweep", "creation"}
     assert rounds["calls"] >= 3
+    assert rounds["replace"] >= 3
     assert rounds["creation"] >= 3
     if HAS_TORCH:
         assert rounds["sweep"] >= 3
     else:
         assert rounds["sweep"] is None
-    assert f"best of {rounds['calls']} interleaved rounds" in run.stdout
+    assert f"{rounds['calls']} interleaved rounds" in run.stdout
 
 
 def test_call_table_has_every_contender_with_its_ratio_to_metakit(run: Run) -> None:
@@ -112,15 +115,15 @@ def test_call_table_has_every_contender_with_its_ratio_to_metakit(run: Run) -> N
     assert [row["key"] for row in calls] == CALL_KEYS
     method_ns = calls[CALL_KEYS.index("metakit_method")]["ns"]
     for row in calls:
-        assert set(row) == {"key", "label", "ns", "ratio", "note"}
+        assert set(row) == {"key", "label", "ns", "median_ns", "ratio", "unstable", "note"}
         peer = row["key"].split("_")[0]
         installed = peer not in ("attrs", "msgspec") or report.installed(peer) is not None
         if installed:
-            assert row["ns"] > 0
+            assert 0 < row["ns"] <= row["median_ns"]
             assert row["ratio"] == pytest.approx(row["ns"] / method_ns)
             assert row["note"] is None
         else:
-            assert (row["ns"], row["ratio"]) == (None, None)
+            assert (row["ns"], row["median_ns"], row["ratio"], row["unstable"]) == (None, None, None, False)
             assert row["note"] == f"{peer} is not installed"
             assert f"({peer} is not installed)" in run.stdout
 
@@ -130,8 +133,8 @@ def test_tensor_sweep_runs_with_torch_and_is_skipped_without(run: Run) -> None:
     if HAS_TORCH:
         assert [row["elements"] for row in sweep] == [10**3, 10**4, 10**5, 10**6, 10**7]
         for row in sweep:
-            assert row["dataclasses_asdict_ns"] > 0
-            assert row["metakit_ns"] > 0
+            assert 0 < row["dataclasses_asdict_ns"] <= row["dataclasses_asdict_median_ns"]
+            assert 0 < row["metakit_ns"] <= row["metakit_median_ns"]
     else:
         assert sweep is None
         assert "torch is not installed" in run.stdout
@@ -144,20 +147,34 @@ def test_class_creation_covers_5_15_and_50_fields_in_both_scenarios(run: Run) ->
         (count, scenario) for count in (5, 15, 50) for scenario in ("same", "new")
     ]
     for row in creation:
-        assert row["plain_us"] > 0
-        assert row["metakit_us"] > 0
+        assert 0 < row["plain_us"] <= row["plain_median_us"]
+        assert 0 < row["metakit_us"] <= row["metakit_median_us"]
         assert row["ratio"] == pytest.approx(row["metakit_us"] / row["plain_us"])
+        assert row["median_ratio"] == pytest.approx(row["metakit_median_us"] / row["plain_median_us"])
 
 
 def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
     targets = run.report["targets"]
-    assert [row["key"] for row in targets[:4]] == [
+    assert [row["key"] for row in targets[:5]] == [
         "method_vs_literal",
-        "comprehension_vs_method",
         "flat_in_tensor_size",
         "skip_fields",
+        "replace_15",
+        "replace_23",
     ]
-    assert len(targets) == 4 + 6
+    assert [(row["key"], row["bound"]) for row in targets[5:]] == [
+        (f"creation_{count}_{scenario}", bound)
+        for count in (5, 15, 50)
+        for scenario, bound in (("same", 1.05), ("new", 1.10))
+    ]
+    bounds = {row["key"]: (row["bound"], row["at_least"]) for row in targets[:5]}
+    assert bounds == {
+        "method_vs_literal": (1.05, False),
+        "flat_in_tensor_size": (1.2, False),
+        "skip_fields": (1.3, False),
+        "replace_15": (2.0, True),
+        "replace_23": (2.0, True),
+    }
     for row in targets:
         if row["ratio"] is None:
             assert row["status"] == "SKIP"
@@ -167,6 +184,46 @@ def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
         met = row["ratio"] >= row["bound"] if row["at_least"] else row["ratio"] <= row["bound"]
         assert row["status"] == ("PASS" if met else "MISS")
         assert f"{row['ratio']:.3f}" in run.stdout
+
+
+REPLACE_KEYS = [
+    "init",
+    "dataclasses_replace",
+    "copy_replace",
+    "attrs_evolve",
+    "msgspec_replace",
+    "hand_written",
+    "metakit_replace",
+]
+
+
+def test_replace_table_has_every_way_on_the_15_and_the_23_field_record(run: Run) -> None:
+    replace = run.report["replace"]
+    records = [("FlashAttentionMetadata", 15), ("CommonAttentionRecord", 23)]
+    assert [(row["record"], row["fields"], row["key"]) for row in replace] == [
+        (*record, key) for record in records for key in REPLACE_KEYS
+    ]
+    for record, _ in records:
+        rows = {row["key"]: row for row in replace if row["record"] == record}
+        assert rows["metakit_replace"]["ratio"] == 1.0
+        for key, row in rows.items():
+            peer = {"attrs_evolve": "attrs", "msgspec_replace": "msgspec"}.get(key)
+            if key == "copy_replace" and sys.version_info < (3, 13):
+                assert row["note"] == "copy.replace is new in Python 3.13"
+            elif peer is not None and report.installed(peer) is None:
+                assert row["note"] == f"{peer} is not installed"
+            else:
+                assert 0 < row["ns"] <= row["median_ns"], key
+                assert row["ratio"] == pytest.approx(row["ns"] / rows["metakit_replace"]["ns"])
+    assert "== Replace one field of CommonAttentionRecord (23 fields)" in run.stdout
+
+
+def test_every_figure_has_its_median_and_unstable_ones_are_flagged(run: Run) -> None:
+    flagged = [row for row in run.report["calls"] + run.report["replace"] if row["unstable"]]
+    assert ("! unstable: the standard deviation" in run.stdout) == bool(
+        flagged or any(row["unstable"] for row in run.report["sweep"] or [])
+    )
+    assert "median ns" in run.stdout
 
 
 def test_plot_is_a_png_when_matplotlib_is_installed(run: Run) -> None:
@@ -254,3 +311,25 @@ def test_distributed_delegates_to_the_broadcast_benchmark(monkeypatch: pytest.Mo
     assert bench.main(["--distributed", "--quick", "--json", "out.json"]) == 7
     assert bench.main(["--distributed"]) == 7
     assert calls == [(True, "out.json"), (False, None)]
+
+
+def test_spread_is_best_median_and_flags_what_pyperf_would() -> None:
+    steady = timing.spread([100.0, 101.0, 99.0, 100.0])
+    assert (steady.best, steady.median) == (99.0, 100.0)
+    assert not steady.unstable
+    noisy = timing.spread([100.0, 150.0, 100.0, 100.0])  # standard deviation 25, mean 112.5
+    assert noisy.unstable
+    assert timing.spread([5.0]) == timing.Spread(5.0, 5.0, 0.0, 5.0)
+
+
+def test_a_wrong_replace_makes_the_benchmark_fail(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def copying(obj: Any, /, **changes: Any) -> Any:
+        return dataclasses.replace(obj, **changes, slot_mapping=object())  # not the record's own object
+
+    monkeypatch.setattr(replace.metakit, "replace", copying)
+    assert bench.main(["--quick"]) == 1
+    assert "metakit.replace(meta, ...) on FlashAttentionMetadata: field 'slot_mapping' is not the old object" in (
+        capsys.readouterr().err
+    )

@@ -1,26 +1,35 @@
 """The side-by-side benchmark: ``python -m metakit bench [--quick] [--json PATH] [--plot PATH] [--distributed]``.
 
 It runs on the example engine metadata (``metakit.examples.engine``).  First a
-short demo: the generated source of ``FlashAttentionMetadata``, the
+short demo (``demo``): the generated source of ``FlashAttentionMetadata``, the
 ``Cls(**d)`` round trip, and that the tensors in the dict are the very same
-objects.  Then, in one run:
+objects.  Then, in one run, each part in its own module:
 
-- ns per call of every way to turn the 15-field record into a dict, and each
-  one's ratio to metakit: ``dataclasses.asdict``, the ``fields()``
-  comprehension (vLLM's ``asdict_zerocopy``, first and as merged), attrs and
-  msgspec on equivalent classes (where installed), a hand-written dict
-  literal, metakit's method, its function form, and ``skip_fields`` with two
-  names;
-- the cost of ``dataclasses.asdict`` and of metakit as the largest tensor
-  grows from 10^3 to 10^7 elements;
-- the cost of creating a ``@dataclass`` with and without metakit, for 5, 15
-  and 50 fields;
-- the targets of the design, as ratios, each with PASS or MISS.
+- ``calls``: ns per call of every way to turn the 15-field record into a
+  dict, and each one's ratio to metakit: ``dataclasses.asdict``, the
+  ``fields()`` comprehension (vLLM's ``asdict_zerocopy``, first and as
+  merged), attrs and msgspec on equivalent classes (where installed), a
+  hand-written dict literal, metakit's method, its function form, and
+  ``skip_fields`` with two names;
+- ``replace``: a new record with one field changed, on the 15-field record and
+  on a 23-field one modelled on vLLM V1's ``CommonAttentionMetadata``:
+  ``__init__`` alone, ``dataclasses.replace``, ``copy.replace`` (3.13+),
+  ``attrs.evolve``, ``msgspec.structs.replace``, a hand-written replace and
+  ``metakit.replace``;
+- ``sweep``: the cost of ``dataclasses.asdict`` and of metakit as the largest
+  tensor grows from 10^3 to 10^7 elements;
+- ``creation``: the cost of creating a ``@dataclass`` with and without
+  metakit, for 5, 15 and 50 fields;
+- ``targets``: the design's targets, as ratios, each with PASS or MISS.
 
-Every timing is the best of many rounds, and the rounds interleave the
-contenders, so that a slow moment of the machine hits them all alike.  A
-missed target is reported, never an error: the exit status is 1 only when
-the benchmark itself is broken (a contender returns the wrong dict).
+Each figure is measured in many rounds that interleave the contenders, so
+that a slow moment of the machine hits them all alike (``timing``).  The
+report gives the best and the median of the rounds, and marks a figure as
+unstable, as pyperf does, when the standard deviation of its samples
+exceeds 10% of their mean; ratios and targets use the best.  A missed
+target is reported, never an error: the exit status is 1 only when the
+benchmark itself is broken (a contender returns the wrong result), and 2
+for a usage error found before anything runs.
 
 Without torch the same measurements run on torch-free twins of the engine
 classes (the same field names, plain objects as values), and only the
@@ -29,19 +38,26 @@ tensor-size sweep is skipped.
 ``--json PATH`` writes the results as one JSON object::
 
     {
-      "schema": 1,
+      "schema": 2,
       "completed": true,                # false never appears: a broken run writes nothing
       "quick": bool,
       "seconds": float,                 # wall time of the whole run
       "versions": {"metakit": str, "python": str, "implementation": str, "platform": str,
                    "torch": str | null, "attrs": str | null, "msgspec": str | null},
       "subject": {"class": str, "fields": int, "values": str},
-      "rounds": {"calls": int, "sweep": int | null, "creation": int},  # how many each part ran
-      "calls": [{"key": str, "label": str, "ns": float | null, "ratio": float | null,
-                 "note": str | null}],  # ratio: ns / ns of the metakit method
-      "sweep": [{"elements": int, "dataclasses_asdict_ns": float, "metakit_ns": float}] | null,
-      "creation": [{"fields": int, "scenario": "same" | "new",
-                    "plain_us": float, "metakit_us": float, "ratio": float}],
+      "rounds": {"calls": int, "replace": int, "sweep": int | null, "creation": int},
+      "calls": [{"key": str, "label": str, "ns": float | null, "median_ns": float | null,
+                 "ratio": float | null, "unstable": bool, "note": str | null}],
+                                        # ns: the best round; ratio: ns / ns of the metakit method
+      "replace": [{"record": str, "fields": int, "key": str, "label": str, "ns": float | null,
+                   "median_ns": float | null, "ratio": float | null, "unstable": bool,
+                   "note": str | null}],  # ratio: ns / ns of metakit.replace on the same record
+      "sweep": [{"elements": int, "dataclasses_asdict_ns": float, "metakit_ns": float,
+                 "dataclasses_asdict_median_ns": float, "metakit_median_ns": float,
+                 "unstable": bool}] | null,
+      "creation": [{"fields": int, "scenario": "same" | "new", "plain_us": float,
+                    "metakit_us": float, "ratio": float, "plain_median_us": float,
+                    "metakit_median_us": float, "median_ratio": float}],
       "targets": [{"key": str, "label": str, "ratio": float | null, "bound": float,
                    "at_least": bool, "status": "PASS" | "MISS" | "SKIP"}]
     }
@@ -66,6 +82,7 @@ from metakit.bench.calls import measure_calls, print_calls
 from metakit.bench.creation import measure_creation, print_creation
 from metakit.bench.demo import demo, print_header
 from metakit.bench.plot import write_plot
+from metakit.bench.replace import measure_replace, print_replace
 from metakit.bench.subject import field_names, load_subject
 from metakit.bench.sweep import measure_sweep, print_sweep
 from metakit.bench.targets import print_targets
@@ -112,6 +129,9 @@ def _run(quick: bool, progress: Progress) -> dict[str, Any]:
     progress.phase("measuring the conversions, side by side")
     calls, call_rounds = measure_calls(subject, settings, progress)
     print_calls(subject, calls, call_rounds)
+    progress.phase("measuring replace, side by side")
+    replace, replace_rounds = measure_replace(subject, settings, progress)
+    print_replace(replace, replace_rounds)
     sweep, sweep_rounds = None, None
     if subject.make_sized is not None:
         progress.phase("measuring by tensor size")
@@ -120,10 +140,10 @@ def _run(quick: bool, progress: Progress) -> dict[str, Any]:
     progress.phase("measuring class creation")
     creation, creation_rounds = measure_creation(settings, progress)
     print_creation(creation, creation_rounds)
-    targets = measure_targets(calls, sweep, creation)
+    targets = measure_targets(calls, replace, sweep, creation)
     print_targets(targets)
     return {
-        "schema": 1,
+        "schema": 2,
         "completed": True,
         "quick": quick,
         "seconds": time.perf_counter() - started,
@@ -133,8 +153,9 @@ def _run(quick: bool, progress: Progress) -> dict[str, Any]:
             "fields": len(field_names(subject.cls)),
             "values": "torch tensors and ints" if subject.torch_version else "plain objects (torch is not installed)",
         },
-        "rounds": {"calls": call_rounds, "sweep": sweep_rounds, "creation": creation_rounds},
+        "rounds": {"calls": call_rounds, "replace": replace_rounds, "sweep": sweep_rounds, "creation": creation_rounds},
         "calls": [dict(row.asdict_zerocopy()) for row in calls],
+        "replace": [dict(row.asdict_zerocopy()) for row in replace],
         "sweep": None if sweep is None else [dict(row.asdict_zerocopy()) for row in sweep],
         "creation": [dict(row.asdict_zerocopy()) for row in creation],
         "targets": [dict(row.asdict_zerocopy()) for row in targets],

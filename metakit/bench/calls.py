@@ -8,9 +8,9 @@ from typing import Any
 
 import metakit
 from metakit import ZeroCopy
-from metakit.bench.report import format_number, installed
-from metakit.bench.subject import Subject, field_names
-from metakit.bench.timing import Broken, Progress, Settings, best_ns, make_timer
+from metakit.bench.report import installed, print_spread_table
+from metakit.bench.subject import Subject, field_names, peer_twins
+from metakit.bench.timing import Broken, Progress, Settings, make_timer, measure_ns
 
 SKIP: frozenset[str] = frozenset({"seq_lens", "block_tables"})
 """The two names passed as ``skip_fields``."""
@@ -25,7 +25,12 @@ class CallRow(ZeroCopy):
     key: str
     label: str
     ns: float | None
+    """The best sample's ns per call."""
+    median_ns: float | None
     ratio: float | None
+    """``ns`` over the best ns of the metakit method."""
+    unstable: bool
+    """Whether the samples varied more than pyperf allows (``timing.UNSTABLE``)."""
     note: str | None
 
 
@@ -101,6 +106,24 @@ CONTENDERS: tuple[Contender, ...] = (
 )
 
 
+def attrs_asdict() -> Any:
+    """``attrs.asdict``, or None where attrs is not installed."""
+    if installed("attrs") is None:
+        return None
+    import attrs
+
+    return attrs.asdict
+
+
+def msgspec_asdict() -> Any:
+    """``msgspec.structs.asdict``, or None where msgspec is not installed."""
+    if installed("msgspec") is None:
+        return None
+    import msgspec
+
+    return msgspec.structs.asdict
+
+
 def _call_namespace(subject: Subject) -> tuple[dict[str, Any], dict[str, str]]:
     """The names the contenders' statements use, and why a peer is missing."""
     record = subject.record
@@ -113,23 +136,16 @@ def _call_namespace(subject: Subject) -> tuple[dict[str, Any], dict[str, str]]:
         "asdict_zerocopy": metakit.asdict_zerocopy,
         "skip": SKIP,
     }
-    missing = {}
     values = {name: getattr(record, name) for name in field_names(record)}
     namespace["hand"] = _with_hand_written(subject.cls)(**values)
-    if installed("attrs") is None:
-        missing["attrs_asdict"] = "attrs is not installed"
-    else:
-        import attrs
-
-        attrs_class = attrs.make_class(subject.cls.__name__, {name: attrs.field() for name in values})
-        namespace.update(attrs_asdict=attrs.asdict, attrs_record=attrs_class(**values))
-    if installed("msgspec") is None:
-        missing["msgspec_asdict"] = "msgspec is not installed"
-    else:
-        import msgspec
-
-        struct = msgspec.defstruct(subject.cls.__name__, [(name, Any) for name in values])
-        namespace.update(msgspec_asdict=msgspec.structs.asdict, struct_record=struct(**values))
+    peers = peer_twins(subject.cls.__name__, values)
+    namespace.update(
+        attrs_asdict=attrs_asdict(),
+        attrs_record=peers.attrs_record,
+        msgspec_asdict=msgspec_asdict(),
+        struct_record=peers.struct_record,
+    )
+    missing = {f"{peer}_asdict": why for peer, why in peers.missing.items()}
     return namespace, missing
 
 
@@ -152,17 +168,17 @@ def measure_calls(subject: Subject, settings: Settings, progress: Progress) -> t
     for contender in present:
         _check_contender(contender, namespace, subject.record)
     timers = {c.key: make_timer(c.stmt, namespace) for c in present}
-    best, rounds = best_ns(timers, settings.call_seconds, settings, progress)
-    rows = [
-        CallRow(
-            c.key,
-            c.label,
-            best.get(c.key),
-            best[c.key] / best[METHOD] if c.key in best else None,
-            missing.get(c.key),
-        )
-        for c in CONTENDERS
-    ]
+    spreads, rounds = measure_ns(timers, settings.call_seconds, settings, progress)
+    method = spreads[METHOD].best
+    rows = []
+    for c in CONTENDERS:
+        figure = spreads.get(c.key)
+        if figure is None:
+            rows.append(CallRow(c.key, c.label, None, None, None, False, missing.get(c.key)))
+        else:
+            rows.append(
+                CallRow(c.key, c.label, figure.best, figure.median, figure.best / method, figure.unstable, None)
+            )
     return rows, rounds
 
 
@@ -171,10 +187,6 @@ def print_calls(subject: Subject, rows: list[CallRow], rounds: int) -> None:
     values = "torch tensors and ints" if subject.torch_version else "plain objects"
     print(
         f"\n== Dict of {subject.cls.__qualname__} ({len(field_names(subject.cls))} fields, {values}),"
-        f" best of {rounds} interleaved rounds"
+        f" {rounds} interleaved rounds"
     )
-    width = max(len(row.label) for row in rows)
-    print(f"  {'':<{width}}  {'ns/call':>10}  {'x metakit':>9}")
-    for row in rows:
-        note = f"  ({row.note})" if row.note else ""
-        print(f"  {row.label:<{width}}  {format_number(row.ns):>10}  {format_number(row.ratio, 2):>9}{note}")
+    print_spread_table([(row.label, row.ns, row.median_ns, row.ratio, row.unstable, row.note) for row in rows])

@@ -9,13 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from metakit import ZeroCopy
-from metakit.bench.timing import Progress, Rounds, Settings, gc_off
+from metakit.bench.timing import Progress, Rounds, Settings, gc_off, spread
 
 FIELD_COUNTS: tuple[int, ...] = (5, 15, 50)
 SCENARIOS: dict[str, str] = {"same": "the same class again", "new": "new field names"}
 """The scenarios of class creation, and how the report names them."""
-BOUND = 1.10
-"""Class creation with metakit may cost at most this many times a plain ``@dataclass``."""
+BOUNDS: dict[str, float] = {"same": 1.05, "new": 1.10}
+"""Class creation with metakit may cost at most this many times a plain ``@dataclass``, by scenario.
+
+DESIGN sets these bounds on instruction counts (``.ci/count-creation``); the wall
+times here are checked against the same numbers.
+"""
 
 
 @dataclass(frozen=True)
@@ -25,8 +29,14 @@ class CreationRow(ZeroCopy):
     fields: int
     scenario: str
     plain_us: float
+    """The best sample's us per class."""
     metakit_us: float
     ratio: float
+    """``metakit_us / plain_us``."""
+    plain_median_us: float
+    metakit_median_us: float
+    median_ratio: float
+    """``metakit_median_us / plain_median_us``."""
 
 
 def _class_factory(count: int, zerocopy: bool, prefix: str) -> Callable[[], type]:
@@ -87,9 +97,20 @@ def measure_creation(settings: Settings, progress: Progress) -> tuple[list[Creat
     rows = []
     for count in FIELD_COUNTS:
         for scenario in SCENARIOS:
-            plain = min(samples[count, scenario, False]) / 1e3
-            meta = min(samples[count, scenario, True]) / 1e3
-            rows.append(CreationRow(count, scenario, plain, meta, meta / plain))
+            plain = spread([ns / 1e3 for ns in samples[count, scenario, False]])
+            meta = spread([ns / 1e3 for ns in samples[count, scenario, True]])
+            rows.append(
+                CreationRow(
+                    count,
+                    scenario,
+                    plain.best,
+                    meta.best,
+                    meta.best / plain.best,
+                    plain.median,
+                    meta.median,
+                    meta.median / plain.median,
+                )
+            )
     return rows, rounds.count
 
 
@@ -116,11 +137,15 @@ def _creation_round(r: int, same: _Makers, samples: _Samples) -> None:
 
 
 def print_creation(rows: list[CreationRow], rounds: int) -> None:
-    """Print the class-creation table."""
-    print(f"\n== Class creation, us per class, best of {rounds} interleaved rounds")
-    print(f"  {'fields':>6}  {'scenario':<22}  {'@dataclass':>10}  {'+ metakit':>10}  {'ratio':>6}")
+    """Print the class-creation table: best and median."""
+    print(f"\n== Class creation, us per class, {rounds} interleaved rounds; ratio = + metakit / @dataclass")
+    print(
+        f"  {'fields':>6}  {'scenario':<22}  {'@dataclass':>10}  {'+ metakit':>10}  {'ratio':>6}"
+        f"  {'median: @dataclass':>18}  {'+ metakit':>10}  {'ratio':>6}"
+    )
     for row in rows:
         print(
-            f"  {row.fields:>6}  {SCENARIOS[row.scenario]:<22}  {row.plain_us:>10,.1f}"
-            f"  {row.metakit_us:>10,.1f}  {row.ratio:>6.3f}"
+            f"  {row.fields:>6}  {SCENARIOS[row.scenario]:<22}  {row.plain_us:>10,.1f}  {row.metakit_us:>10,.1f}"
+            f"  {row.ratio:>6.3f}  {row.plain_median_us:>18,.1f}  {row.metakit_median_us:>10,.1f}"
+            f"  {row.median_ratio:>6.3f}"
         )

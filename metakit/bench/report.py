@@ -67,3 +67,24 @@ def output_problem(path: str) -> str | None:
     if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
         return f"{path} is not writable"
     return None
+
+
+def print_spread_table(rows: list[tuple[str, float | None, float | None, float | None, bool, str | None]]) -> None:
+    """Rows of (label, best ns, median ns, ratio, unstable, note), with a footnote if one is unstable."""
+    width = max(len(label) for label, *_ in rows)
+    print(f"  {'':<{width}}  {'best ns':>9}  {'median ns':>9}  {'x metakit':>9}")
+    for label, best, median, ratio, unstable, note in rows:
+        mark = " !" if unstable else ""
+        remark = f"  ({note})" if note else ""
+        print(
+            f"  {label:<{width}}  {format_number(best):>9}  {format_number(median):>9}"
+            f"  {format_number(ratio, 2):>9}{mark}{remark}"
+        )
+    if any(unstable for *_, unstable, _ in rows):
+        print(f"  ! {UNSTABLE_NOTE}")
+
+
+UNSTABLE_NOTE = (
+    "unstable: the standard deviation of its samples is over 10% of their mean (pyperf's rule);"
+    " the machine was busy, rerun for a firmer figure"
+)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from metakit import ZeroCopy
 from metakit.bench.report import installed
@@ -73,3 +73,31 @@ def twin_class(name: str) -> type:
 def field_names(cls_or_record: Any) -> list[str]:
     """The names of the dataclass fields of a class or instance, in order."""
     return [f.name for f in fields(cls_or_record)]
+
+
+class Peers(NamedTuple):
+    """Equivalent records of the peers, where installed: an attrs class and a msgspec Struct."""
+
+    attrs_record: Any | None
+    struct_record: Any | None
+    missing: dict[str, str]
+    """Why a peer's record is None, by peer name."""
+
+
+def peer_twins(name: str, values: Mapping[str, Any]) -> Peers:
+    """An attrs instance and a msgspec Struct named *name* holding *values* (the very objects)."""
+    attrs_record = struct_record = None
+    missing = {}
+    if installed("attrs") is None:
+        missing["attrs"] = "attrs is not installed"
+    else:
+        import attrs
+
+        attrs_record = attrs.make_class(name, {key: attrs.field() for key in values})(**values)
+    if installed("msgspec") is None:
+        missing["msgspec"] = "msgspec is not installed"
+    else:
+        import msgspec
+
+        struct_record = msgspec.defstruct(name, [(key, Any) for key in values])(**values)
+    return Peers(attrs_record, struct_record, missing)

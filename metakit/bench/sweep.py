@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from metakit import ZeroCopy
-from metakit.bench.report import format_number
-from metakit.bench.timing import Progress, Settings, best_ns, make_timer
+from metakit.bench.report import UNSTABLE_NOTE, format_number
+from metakit.bench.timing import Progress, Settings, make_timer, measure_ns
 
 SIZES: tuple[int, ...] = (10**3, 10**4, 10**5, 10**6, 10**7)
 """The element counts of ``slot_mapping``."""
@@ -21,7 +21,12 @@ class SweepRow(ZeroCopy):
 
     elements: int
     dataclasses_asdict_ns: float
+    """The best sample's ns per call."""
     metakit_ns: float
+    dataclasses_asdict_median_ns: float
+    metakit_median_ns: float
+    unstable: bool
+    """Whether either figure's samples varied more than pyperf allows (``timing.UNSTABLE``)."""
 
 
 def measure_sweep(
@@ -34,8 +39,16 @@ def measure_sweep(
         namespace = {"meta": record, "dataclasses_asdict": dataclasses.asdict}
         timers[f"asdict {size}"] = make_timer("dataclasses_asdict(meta)", namespace)
         timers[f"metakit {size}"] = make_timer("meta.asdict_zerocopy()", namespace)
-    best, rounds = best_ns(timers, settings.sweep_seconds, settings, progress)
-    return [SweepRow(size, best[f"asdict {size}"], best[f"metakit {size}"]) for size in SIZES], rounds
+    spreads, rounds = measure_ns(timers, settings.sweep_seconds, settings, progress)
+    rows = []
+    for size in SIZES:
+        asdict, metakit = spreads[f"asdict {size}"], spreads[f"metakit {size}"]
+        rows.append(
+            SweepRow(
+                size, asdict.best, metakit.best, asdict.median, metakit.median, asdict.unstable or metakit.unstable
+            )
+        )
+    return rows, rounds
 
 
 def print_sweep(rows: list[SweepRow] | None, rounds: int | None) -> None:
@@ -43,12 +56,14 @@ def print_sweep(rows: list[SweepRow] | None, rounds: int | None) -> None:
     if rows is None:
         print("\n== Tensor-size sweep: skipped, torch is not installed")
         return
-    print(f"\n== Cost by size of slot_mapping (elements), ns per call, best of {rounds} interleaved rounds")
-    print(f"  {'elements':>12}  {'dataclasses.asdict':>18}  {'metakit':>9}")
+    print(f"\n== Cost by size of slot_mapping (elements), ns per call, best (median) of {rounds} interleaved rounds")
+    print(f"  {'elements':>12}  {'dataclasses.asdict':>26}  {'metakit':>17}")
     for row in rows:
-        print(
-            f"  {row.elements:>12,}  {format_number(row.dataclasses_asdict_ns):>18}  {format_number(row.metakit_ns):>9}"
-        )
+        asdict = f"{format_number(row.dataclasses_asdict_ns)} ({format_number(row.dataclasses_asdict_median_ns)})"
+        metakit = f"{format_number(row.metakit_ns)} ({format_number(row.metakit_median_ns)})"
+        print(f"  {row.elements:>12,}  {asdict:>26}  {metakit:>17}{' !' if row.unstable else ''}")
+    if any(row.unstable for row in rows):
+        print(f"  ! {UNSTABLE_NOTE}")
     first, last = rows[0], rows[-1]
     print(
         f"  from {first.elements:,} to {last.elements:,} elements: dataclasses.asdict"

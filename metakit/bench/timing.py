@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
+import statistics
 import sys
 import time
 import timeit
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,45 @@ class Settings:
     sample_seconds: float
     """The length of one timed sample of a conversion (many calls)."""
     call_seconds: float
+    replace_seconds: float
     sweep_seconds: float
     creation_seconds: float
     least_rounds: int
 
 
-QUICK = Settings(sample_seconds=0.002, call_seconds=3, sweep_seconds=2, creation_seconds=6, least_rounds=3)
-FULL = Settings(sample_seconds=0.004, call_seconds=30, sweep_seconds=15, creation_seconds=45, least_rounds=10)
+QUICK = Settings(
+    sample_seconds=0.002, call_seconds=3, replace_seconds=2, sweep_seconds=2, creation_seconds=6, least_rounds=3
+)
+FULL = Settings(
+    sample_seconds=0.004, call_seconds=30, replace_seconds=20, sweep_seconds=15, creation_seconds=45, least_rounds=10
+)
+
+
+UNSTABLE = 0.10
+"""A figure is unstable when its samples' standard deviation exceeds this share of their mean.
+
+pyperf warns on the same rule ("the standard deviation is more than 10% of the mean").
+"""
+
+
+class Spread(NamedTuple):
+    """The spread of one figure over its samples (one per round): what the report prints."""
+
+    best: float
+    median: float
+    stdev: float
+    mean: float
+
+    @property
+    def unstable(self) -> bool:
+        """Whether the samples vary too much for the figure to be trusted (see ``UNSTABLE``)."""
+        return self.stdev > UNSTABLE * self.mean
+
+
+def spread(samples: list[float]) -> Spread:
+    """The best (smallest), median, standard deviation and mean of *samples*, by the ``statistics`` module."""
+    stdev = statistics.stdev(samples) if len(samples) > 1 else 0.0
+    return Spread(min(samples), statistics.median(samples), stdev, statistics.fmean(samples))
 
 
 class Broken(Exception):
@@ -103,24 +136,24 @@ def calls_per_sample(timer: timeit.Timer, seconds: float) -> int:
         number *= 4
 
 
-def best_ns(
+def measure_ns(
     timers: Mapping[str, timeit.Timer], seconds: float, settings: Settings, progress: Progress
-) -> tuple[dict[str, float], int]:
-    """The best ns per call of each timer, and the number of rounds, over *seconds*.
+) -> tuple[dict[str, Spread], int]:
+    """The spread of the ns per call of each timer, one sample per round; and the rounds, over *seconds*.
 
     Each round times every timer once, starting one further along than the
     round before, so that no timer always runs right after the same other.
     ``timeit`` turns the garbage collector off while it times.
     """
     numbers = {key: calls_per_sample(timer, settings.sample_seconds) for key, timer in timers.items()}
-    best = dict.fromkeys(timers, float("inf"))
+    samples: dict[str, list[float]] = {key: [] for key in timers}
     keys = list(timers)
     rounds = Rounds(seconds, settings.least_rounds, progress)
     for r in rounds:
         shift = r % len(keys)
         for key in keys[shift:] + keys[:shift]:
-            best[key] = min(best[key], timers[key].timeit(numbers[key]) / numbers[key] * 1e9)
-    return best, rounds.count
+            samples[key].append(timers[key].timeit(numbers[key]) / numbers[key] * 1e9)
+    return {key: spread(values) for key, values in samples.items()}, rounds.count
 
 
 @contextmanager
