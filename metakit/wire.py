@@ -55,7 +55,7 @@ import sys
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, NoReturn
 
 import torch
 
@@ -135,6 +135,7 @@ class _ClassInfo(NamedTuple):
     """What the sender and the receiver need to know of a record class; computed once per class."""
 
     fields: tuple[str, ...]
+    names: frozenset[str]
     init: frozenset[str]
     required: frozenset[str]
     """The ``__init__`` parameters with no default: they must travel."""
@@ -151,7 +152,8 @@ def _class_info(cls: type) -> _ClassInfo:
         required = frozenset(
             p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         )
-        info = _ClassInfo(tuple(f.name for f in all_fields), frozenset(f.name for f in all_fields if f.init), required)
+        names = tuple(f.name for f in all_fields)
+        info = _ClassInfo(names, frozenset(names), frozenset(f.name for f in all_fields if f.init), required)
         _class_infos[cls] = info
     return info
 
@@ -193,8 +195,8 @@ def travelling(obj: object, skip_fields: Iterable[str] | None, caller: str) -> t
     chosen = obj.asdict_zerocopy(None if skip_fields is None else set(skip_fields))  # type: ignore[attr-defined]
     if not isinstance(chosen, dict):
         raise TypeError(f"{cls.__qualname__}.asdict_zerocopy() returned a {type(chosen).__name__}, not a dict")
-    strangers = [name for name in chosen if name not in info.fields]
-    if strangers:
+    if not info.names.issuperset(chosen):
+        strangers = [name for name in chosen if name not in info.names]
         raise TypeError(
             f"{cls.__qualname__}.asdict_zerocopy() returned {', '.join(map(repr, strangers))}, which "
             "is not a field: the receiver rebuilds the record from its fields"
@@ -309,11 +311,10 @@ class _Packer(pickle.Pickler):
 
     def __init__(self, lanes: Mapping[str, int]) -> None:
         self._file = io.BytesIO()
-        super().__init__(self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        super().__init__(self._file, pickle.HIGHEST_PROTOCOL)
         self.lanes = lanes
-        width = 1 + max(lanes.values(), default=0)
-        self.pools: list[list[Placement]] = [[] for _ in range(width)]
-        self.pool_nbytes = [0] * width
+        self.pools: list[list[Placement]] = [[], []] if lanes else [[]]
+        self.pool_nbytes = [0, 0] if lanes else [0]
         self.own: list[tuple[torch.Tensor, int]] = []
 
     def dumps(self, value: object) -> bytes:
@@ -326,9 +327,10 @@ class _Packer(pickle.Pickler):
         return _tensor, self._place(obj)
 
     def _place(self, tensor: torch.Tensor) -> tuple[object, ...]:
-        _check_tensor(tensor)
         device = tensor.device.type
-        lane = self.lanes.get(device, 0)
+        if tensor.layout is not torch.strided or tensor.is_nested or tensor.is_quantized or device == "meta":
+            _refuse(tensor)
+        lane = self.lanes.get(device, 0) if self.lanes else 0
         shape = tuple(tensor.shape)
         strides = tuple(tensor.stride())
         nbytes = tensor.numel() * tensor.element_size()
@@ -348,7 +350,8 @@ class _Packer(pickle.Pickler):
         return _DTYPE_NAMES[tensor.dtype], shape, strides, buffer, offset, tensor.requires_grad, device
 
 
-def _check_tensor(tensor: torch.Tensor) -> None:
+def _refuse(tensor: torch.Tensor) -> NoReturn:
+    """Raise the error that says why *tensor* cannot travel."""
     if tensor.is_nested:
         raise _TensorRefused("a nested tensor cannot travel; send its components")
     if tensor.layout != torch.strided:
@@ -357,6 +360,7 @@ def _check_tensor(tensor: torch.Tensor) -> None:
         raise _TensorRefused("a quantized tensor cannot travel; send its int_repr() and its quantization")
     if tensor.is_meta:
         raise _TensorRefused("a tensor on the meta device has no data to send")
+    raise _TensorRefused(f"a tensor on {tensor.device} cannot travel")
 
 
 def _is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -517,7 +521,7 @@ def unpack_tensors(header: bytes | bytearray | memoryview, buffers: Sequence[tor
             f"a header of format {version} arrived, and this metakit reads only format {FORMAT}: "
             "do both sides run the same version of metakit?"
         )
-    start = _TABLE_HEAD.size + struct.calcsize(f"<{count}Q{count}B")
+    start = _TABLE_HEAD.size + 9 * count  # a u64 and a u8 per buffer
     unpickler = _Unpacker(memoryview(header)[start:], buffers)
     try:
         body = _Body._make(unpickler.load())

@@ -245,7 +245,7 @@ def _by_vllm(is_source: bool, meta: AttentionMetadata) -> object:
         for work in works:
             work.wait()
         return meta
-    received = {}
+    received: dict[str, Any] = {}
     works = []
     for key, value in _object_broadcast(None, False):
         if isinstance(value, _TensorSpec):
