@@ -253,8 +253,8 @@ def _without(*names: str) -> Any:
         ),
         (["--json", "."], (), "cannot write --json .: . is a directory"),
         (["--plot", "x.png"], ("matplotlib",), "--plot needs matplotlib: pip install 'metakit[bench]' (or matplotlib)"),
-        (["--distributed"], ("torch",), "--distributed needs torch: pip install 'metakit[torch]'"),
-        (["--distributed"], ("torch", "numpy"), "--distributed needs torch and numpy: pip install 'metakit[torch]'"),
+        (["--distributed"], ("torch",), "--distributed needs torch: pip install 'metakit[torch,bench]'"),
+        (["--distributed"], ("numpy",), "--distributed needs numpy: pip install 'metakit[torch,bench]'"),
         (["--distributed", "--plot", "x.png"], (), "--plot does not apply to --distributed"),
     ],
     ids=[
@@ -263,7 +263,7 @@ def _without(*names: str) -> Any:
         "json is a dir",
         "no matplotlib",
         "no torch",
-        "no torch nor numpy",
+        "no numpy",
         "plot distributed",
     ],
 )

@@ -208,7 +208,7 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
             return "--plot does not apply to --distributed"
         missing = [name for name in ("torch", "numpy") if report.installed(name) is None]
         if missing:
-            return f"--distributed needs {' and '.join(missing)}: pip install 'metakit[torch]'"
+            return f"--distributed needs {' and '.join(missing)}: pip install 'metakit[torch,bench]'"
     elif args.plot and report.installed("matplotlib") is None:
         return "--plot needs matplotlib: pip install 'metakit[bench]' (or matplotlib)"
     return None
