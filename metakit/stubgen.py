@@ -2,21 +2,25 @@
 
 Checkers without plugins, such as pyright, read the types of
 ``asdict_zerocopy`` and ``astuple_zerocopy`` from stubs.  This writes the
-stub of a whole module, ``DIR/<package path>.pyi``: the module's own source
-with function bodies left out, and for every dataclass that
-``ZeroCopyFields`` made:
+stub of a whole module, ``DIR/<package path>.pyi``.  mypy's own stub
+generator (``mypy.stubgen``) writes the module's text; metakit adds, for
+every dataclass that ``ZeroCopyFields`` made:
 
 - a ``TypedDict`` named ``<Class>Dict`` of the fields ``asdict_zerocopy()``
   returns, in order, which inherits its parent class's one where the keys
   allow it;
 - ``asdict_zerocopy`` overloads: without ``skip_fields`` it returns that
-  ``TypedDict``, with it ``Mapping[str, Any]``;
-- ``astuple_zerocopy`` with the exact tuple type;
+  ``TypedDict``; with literal field names, ``dict[str, Any]``; a ``str`` is
+  deprecated (it would be read as one-letter names);
+- ``astuple_zerocopy`` with the exact tuple type, and ``__replace__`` with
+  the fields ``__init__`` takes, each by keyword;
 - the attributes its methods set on ``self`` (in ``__post_init__``, say) as
   properties, which a dataclass does not take for fields.
 
 The module is imported to learn its classes' fields, so it must be
-importable.  Point pyright at ``DIR`` with ``stubPath``.
+importable.  Field types are read with ``inspect.get_annotations``
+(``annotationlib`` on 3.14), never evaluated.  Point pyright at ``DIR`` with
+``stubPath``.
 """
 
 from __future__ import annotations
@@ -24,12 +28,10 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
-import copy
 import dataclasses
 import enum
 import importlib
 import inspect
-import re
 import sys
 import types
 import typing
@@ -37,22 +39,27 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from metakit._codegen import ASDICT, ASTUPLE
-from metakit._meta import ZeroCopyFields, included_names, is_ours, resolve
+from mypy.options import Options
+from mypy.stubgen import ASTStubGenerator, StubSource, parse_source_file
 
-__all__ = ["main", "module_stub"]
+from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names
+from metakit._meta import ZeroCopyFields, is_ours, resolve
+
+__all__ = ["main", "module_stub", "stub_path"]
 
 _INDENT: Final = "    "
 # The names the stub adds are imported under private aliases, so that they
 # clash with nothing the module defines.
 _OWN_IMPORTS: Final = {
-    "collections.abc": ("Iterable", "Mapping"),
-    "typing": ("Any", "ClassVar", "Generic", "TypedDict", "overload"),
+    "collections.abc": ("Iterable",),
+    "typing": ("Any", "Generic", "Literal", "TypedDict", "overload"),
+    "typing_extensions": ("deprecated",),
     "_typeshed": ("Incomplete",),
 }
 _INCOMPLETE: Final = "_Incomplete"
-_KEPT_DUNDERS: Final = frozenset({"__all__", "__slots__", "__match_args__"})
-_TYPE_FACTORIES: Final = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType", "NamedTuple", "TypedDict"})
+_CLASSVAR: Final = getattr(dataclasses, "_FIELD_CLASSVAR", None)
+_INITVAR: Final = getattr(dataclasses, "_FIELD_INITVAR", None)
+_STR_SKIP: Final = "skip_fields is a str, which would be read as one-letter names: write skip_fields={'name'}"
 
 
 def main(argv: Sequence[str]) -> int:
@@ -70,7 +77,7 @@ def main(argv: Sequence[str]) -> int:
         parser.error(f"cannot import {args.module!r}: {error}")
     try:
         stub = module_stub(module)
-    except (OSError, TypeError) as error:
+    except (OSError, TypeError, SyntaxError) as error:
         parser.error(f"cannot read the source of {args.module!r}: {error}")
     path = stub_path(Path(args.output), module)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,119 +95,65 @@ def stub_path(directory: Path, module: types.ModuleType) -> Path:
 
 
 def module_stub(module: types.ModuleType) -> str:
-    """The text of the stub of *module*."""
-    return _StubWriter(module).write(ast.parse(inspect.getsource(module)))
+    """The text of the stub of *module*: mypy's, with metakit's additions."""
+    return _Additions(module, ast.parse(inspect.getsource(module))).apply(mypy_stub(module))
 
 
-class _StubWriter:
-    """Writes the stub of one module, statement by statement."""
+def mypy_stub(module: types.ModuleType) -> str:
+    """The stub that ``mypy.stubgen`` writes for *module* from its source file, unanalysed."""
+    path = inspect.getsourcefile(module)
+    if path is None:
+        raise TypeError(f"{module.__name__} has no source file")
+    runtime_all = getattr(module, "__all__", None)  # after any ``__all__ +=``
+    source = StubSource(module.__name__, path, list(runtime_all) if runtime_all is not None else None)
+    options = Options()
+    options.python_version = sys.version_info[:2]
+    try:
+        parse_source_file(source, options)
+    except SystemExit as error:  # how mypy.stubgen reports a syntax error, printed to stderr
+        raise SyntaxError(f"mypy cannot parse {path}") from error
+    generator = ASTStubGenerator(source.runtime_all, include_private=True)
+    assert source.ast is not None
+    source.ast.accept(generator)
+    output: str = generator.output()
+    return output
 
-    def __init__(self, module: types.ModuleType) -> None:
+
+class _Additions:
+    """metakit's lines for the stub of one module, placed into mypy's stub text."""
+
+    def __init__(self, module: types.ModuleType, source: ast.Module) -> None:
         self.module = module
-        self.imports: dict[str, None] = {}  # ``import X`` lines that foreign field types need
-        self.classes: dict[str, ast.ClassDef] = {}  # by qualified name
+        self.source_classes = dict(_classes(source.body, ""))
+        self.imports: dict[str, None] = {}  # ``import X`` lines that qualified names need
         self.post_init: dict[type, set[str]] = {}  # the properties each class got
 
-    def write(self, tree: ast.Module) -> str:
-        self._index(tree.body, "")
-        body: list[str] = []
-        after_class = False
-        for node, block in self._blocks(tree.body, "", "", "module"):
-            is_class = isinstance(node, ast.ClassDef)
-            if block and body and (is_class or after_class):
-                body.append("")  # classes stand apart
-            body += block
-            after_class = is_class and bool(block)
-        text = "\n".join(body)
+    def apply(self, stub: str) -> str:
+        lines = stub.splitlines()
+        tree = ast.parse(stub)
+        self.bound = _bound_names(tree)
+        edits: list[tuple[int, int, list[str]]] = []  # (first line, line after, replacement), 0-based
+        for qualname, node in _classes(tree.body, ""):
+            cls = self._runtime_class(qualname)
+            if cls is not None:
+                edits += self._class_edits(cls, node, lines)
+        edits += _absolute_imports(tree, self.module, lines)
+        for first, after, replacement in sorted(edits, key=lambda edit: edit[0], reverse=True):
+            lines[first:after] = replacement
+        text = "\n".join(lines)
         header = [
             f'# Generated by "python -m metakit stubgen {self.module.__name__}"; do not edit.',
             "# A subclass's exact astuple_zerocopy() type is no subtype of its parent's.",
             "# pyright: reportIncompatibleMethodOverride=false",
+            "# A dataclass may redefine an inherited field with another type.",
+            "# pyright: reportIncompatibleVariableOverride=false",
         ]
         for module, names in _OWN_IMPORTS.items():
-            used = [f"{name} as _{name}" for name in names if re.search(rf"\b_{name}\b", text)]
+            used = [f"{name} as _{name}" for name in names if f"_{name}" in _identifiers(text)]
             if used:
                 header.append(f"from {module} import {', '.join(used)}")
-        header += [f"import {name}" for name in self.imports]
-        return "\n".join([*header, "", *body]).rstrip("\n") + "\n"
-
-    def _index(self, body: list[ast.stmt], prefix: str) -> None:
-        for node in _flat(body):
-            if isinstance(node, ast.ClassDef):
-                self.classes[prefix + node.name] = node
-                self._index(node.body, f"{prefix}{node.name}.")
-
-    # --- statements ---------------------------------------------------------
-
-    def _body(self, body: list[ast.stmt], indent: str, prefix: str, scope: str) -> list[str]:
-        return [line for _, block in self._blocks(body, indent, prefix, scope) for line in block]
-
-    def _blocks(
-        self, body: list[ast.stmt], indent: str, prefix: str, scope: str
-    ) -> Iterator[tuple[ast.stmt, list[str]]]:
-        """Each statement of *body* with its stub lines."""
-        overloaded: set[str] = set()
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if any(_last_name(d) == "overload" for d in node.decorator_list):
-                    overloaded.add(node.name)
-                elif node.name in overloaded:
-                    continue  # an overloaded function's implementation has no place in a stub
-            yield node, self._statement(node, indent, prefix, scope)
-
-    def _statement(self, node: ast.stmt, indent: str, prefix: str, scope: str) -> list[str]:
-        """The stub lines of a statement in a body of kind *scope* (see ``_scope``)."""
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            return self._import(node, indent)
-        if isinstance(node, ast.ClassDef):
-            return self._class(node, indent, prefix)
-        if isinstance(node, ast.If):
-            return self._if(node, indent, prefix, scope)
-        if isinstance(node, ast.Try):
-            return self._body(node.body, indent, prefix, scope)
-        return [indent + line for line in _declaration(node, scope)]
-
-    def _import(self, node: ast.Import | ast.ImportFrom, indent: str) -> list[str]:
-        if isinstance(node, ast.ImportFrom):
-            if node.module == "__future__":
-                return []
-            if node.level:  # absolute, as the stub may sit apart from the package's other modules
-                package = (self.module.__package__ or "").split(".")
-                base = ".".join(package[: len(package) - node.level + 1])
-                module = f"{base}.{node.module}" if node.module else base
-                node = ast.ImportFrom(module=module, names=node.names, level=0)
-        return [indent + ast.unparse(node)]
-
-    def _if(self, node: ast.If, indent: str, prefix: str, scope: str) -> list[str]:
-        if _last_name(node.test) == "TYPE_CHECKING":
-            return self._body(node.body, indent, prefix, scope)
-        lines = [f"{indent}if {ast.unparse(node.test)}:"]
-        lines += self._body(node.body, indent + _INDENT, prefix, scope) or [indent + _INDENT + "..."]
-        if node.orelse:
-            lines.append(f"{indent}else:")
-            lines += self._body(node.orelse, indent + _INDENT, prefix, scope) or [indent + _INDENT + "..."]
-        return lines
-
-    def _class(self, node: ast.ClassDef, indent: str, prefix: str) -> list[str]:
-        qualname = prefix + node.name
-        cls = self._runtime_class(qualname)
-        inner = indent + _INDENT
-        lines: list[str] = []
-        zerocopy = cls is not None and _is_zerocopy_dataclass(cls)
-        fields: dict[str, str] = {}
-        if zerocopy:
-            assert cls is not None
-            fields = self._field_types(cls)
-            lines += self._typed_dict(cls, node, fields, indent)
-        bases = [ast.unparse(base) for base in node.bases] + [ast.unparse(k) for k in node.keywords]
-        lines += _decorators(node, indent)
-        lines.append(f"{indent}class {node.name}" + (f"({', '.join(bases)})" if bases else "") + ":")
-        body = self._body(node.body, inner, f"{qualname}.", _scope(node, cls))
-        if cls is not None:
-            body += self._post_init_attributes(cls, node, inner)
-        if zerocopy and cls is not None:
-            body += self._methods(cls, fields, inner)
-        return [*lines, *(body or [inner + "..."])]
+        header += [f"import {name}" for name in self.imports if f"import {name}" not in lines]
+        return "\n".join([*header, *text.splitlines()]).rstrip("\n") + "\n"
 
     def _runtime_class(self, qualname: str) -> type | None:
         obj: object = self.module
@@ -210,10 +163,38 @@ class _StubWriter:
             return obj
         return None
 
+    def _class_edits(self, cls: type, node: ast.ClassDef, lines: list[str]) -> list[tuple[int, int, list[str]]]:
+        indent = " " * node.col_offset
+        inner = indent + _INDENT
+        edits: list[tuple[int, int, list[str]]] = []
+        if issubclass(cls, enum.Enum):
+            edits += _enum_members(cls, node)
+        zerocopy = _is_zerocopy_dataclass(cls)
+        fields = self._field_types(cls) if zerocopy else {}
+        if zerocopy:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            edits.append((first, first, self._typed_dict(cls, fields, indent)))
+        properties = self._post_init_attributes(cls, inner)
+        body = [line for _, text in properties for line in text]
+        if zerocopy:
+            body += self._methods(cls, fields, inner)
+        # mypy writes the attributes set on self as ``name = ...``: they become properties.
+        for stmt in node.body:
+            if _assigned_name(stmt) in dict(properties):
+                edits.append((stmt.lineno - 1, stmt.end_lineno or stmt.lineno, []))
+        if not body:
+            return edits
+        last = (node.end_lineno or node.lineno) - 1
+        if last == node.lineno - 1 and lines[last].rstrip().endswith(": ..."):  # ``class X: ...``
+            edits.append((last, last + 1, [lines[last].rstrip()[: -len(" ...")], *body]))
+        else:
+            edits.append((last + 1, last + 1, body))
+        return edits
+
     # --- what metakit adds --------------------------------------------------
 
-    def _typed_dict(self, cls: type, node: ast.ClassDef, fields: dict[str, str], indent: str) -> list[str]:
-        parent, parent_keys = self._dict_parent(cls, node)
+    def _typed_dict(self, cls: type, fields: dict[str, str], indent: str) -> list[str]:
+        parent, parent_keys = self._dict_parent(cls)
         keys = list(fields)[len(parent_keys) :]
         bases = [parent or "_TypedDict"]
         params = _parameters(cls)
@@ -221,172 +202,218 @@ class _StubWriter:
             bases.append(f"_Generic[{', '.join(params)}]")
         lines = [f"{indent}class {cls.__name__}Dict({', '.join(bases)}):"]
         lines += [f"{indent}{_INDENT}{key}: {fields[key]}" for key in keys] or [f"{indent}{_INDENT}..."]
-        return [*lines, ""] if not indent else lines
+        return [*lines, ""]
 
-    def _dict_parent(self, cls: type, node: ast.ClassDef) -> tuple[str | None, list[str]]:
+    def _dict_parent(self, cls: type) -> tuple[str | None, list[str]]:
         """The ``TypedDict`` of *cls*'s parent for its own to inherit, and its keys.
 
         Only where *cls*'s keys start with the parent's keys, declared by the
         same classes: a ``TypedDict`` cannot redefine or drop a key.
         """
         keys = included_names(cls)
-        for base_expr, base in zip(node.bases, _runtime_bases(cls), strict=False):
-            if base is None or not _is_zerocopy_dataclass(base):
+        for written, base in zip(vars(cls).get("__orig_bases__", cls.__bases__), cls.__bases__, strict=False):
+            if not _is_zerocopy_dataclass(base):
                 continue
             if base.__module__ != self.module.__name__ or self._runtime_class(base.__qualname__) is not base:
-                continue
+                break
             base_keys = included_names(base)
             same = keys[: len(base_keys)] == base_keys and all(
                 _declaring_class(cls, key) is _declaring_class(base, key) for key in base_keys
             )
-            name = _dict_reference(base_expr, base)
-            if same and name is not None:
-                return name, list(base_keys)
-            break
+            if not same:
+                break
+            args = typing.get_args(written)
+            if args:
+                renderer = _Renderer(self, cls, {})
+                texts = [renderer.value(arg) for arg in args]
+                if None in texts:
+                    break
+                return f"{_dict_name(base)}[{', '.join(typing.cast(list[str], texts))}]", list(base_keys)
+            return _dict_name(base), list(base_keys)
         return None, []
 
     def _methods(self, cls: type, fields: dict[str, str], indent: str) -> list[str]:
         lines: list[str] = []
         params = _parameters(cls)
-        typed_dict = _dict_name(cls) + (f"[{', '.join(params)}]" if params else "")
+        suffix = f"[{', '.join(params)}]" if params else ""
         if _generated(cls, ASDICT):
+            names = [f.name for f in dataclasses.fields(cls)]
             lines += [
                 f"{indent}@_overload",
-                f"{indent}def {ASDICT}(self, skip_fields: None = None) -> {typed_dict}: ...",
+                f"{indent}def {ASDICT}(self, skip_fields: None = None) -> {_dict_name(cls)}{suffix}: ...",
                 f"{indent}@_overload",
-                f"{indent}def {ASDICT}(self, skip_fields: _Iterable[str] | None = None) -> _Mapping[str, _Any]: ...",
+                f"{indent}@_deprecated({_STR_SKIP!r})",
+                f"{indent}def {ASDICT}(self, skip_fields: str) -> dict[str, _Any]: ...",
             ]
+            if names:
+                literal = ", ".join(map(repr, names))
+                lines += [
+                    f"{indent}@_overload",
+                    f"{indent}def {ASDICT}(self, skip_fields: _Iterable[_Literal[{literal}]]) -> dict[str, _Any]: ...",
+                ]
         if _generated(cls, ASTUPLE):
             items = ", ".join(fields[name] for name in fields) or "()"
             lines.append(f"{indent}def {ASTUPLE}(self) -> tuple[{items}]: ...")
+        if _generated(cls, REPLACE):
+            changes = "".join(f", {name}: {typ} = ..." for name, typ in self._init_types(cls).items())
+            changes = f", *{changes}" if changes else ""
+            lines.append(f"{indent}def {REPLACE}(self{changes}) -> {cls.__qualname__}{suffix}: ...")
         return lines
 
-    def _post_init_attributes(self, cls: type, node: ast.ClassDef, indent: str) -> list[str]:
+    def _post_init_attributes(self, cls: type, indent: str) -> list[tuple[str, list[str]]]:
         """Declarations of the attributes that *cls*'s methods set on ``self``.
 
         In a dataclass they are properties, which ``@dataclass`` does not
         take for fields; elsewhere plain annotations.
         """
-        assigned = _self_assignments(node)
+        node = self.source_classes.get(cls.__qualname__)
+        if node is None:
+            return []
         known = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
         for klass in cls.__mro__:
-            known |= set(vars(klass)) | set(vars(klass).get("__annotations__", {}))
-            known |= self.post_init.get(klass, set())
-        own = {name: types_ for name, types_ in assigned.items() if name not in known}
-        self.post_init[cls] = set(own)
-        lines: list[str] = []
-        for name, annotation in own.items():
+            known |= set(vars(klass)) | set(_annotations(klass)) | self.post_init.get(klass, set())
+        renderer = _Renderer(self, cls, {})
+        own: list[tuple[str, list[str]]] = []
+        for name, annotation in _self_assignments(node).items():
+            if name in known:
+                continue
+            text = _INCOMPLETE if annotation is None else renderer.source(annotation, self.module.__name__)
             if dataclasses.is_dataclass(cls):
-                lines += [
+                own.append((name, [
                     f"{indent}@property",
-                    f"{indent}def {name}(self) -> {annotation}: ...",
+                    f"{indent}def {name}(self) -> {text}: ...",
                     f"{indent}@{name}.setter",
-                    f"{indent}def {name}(self, value: {annotation}) -> None: ...",
-                ]
+                    f"{indent}def {name}(self, value: {text}) -> None: ...",
+                ]))  # fmt: skip
             else:
-                lines.append(f"{indent}{name}: {annotation}")
-        return lines
+                own.append((name, [f"{indent}{name}: {text}"]))
+        self.post_init[cls] = {name for name, _ in own}
+        return own
 
     # --- field types ---------------------------------------------------------
 
     def _field_types(self, cls: type) -> dict[str, str]:
-        """The source text of the type of each field ``asdict_zerocopy`` returns, as seen from *cls*."""
+        """The text of the type of each field ``asdict_zerocopy`` returns, as seen from *cls*."""
         return {name: self._field_type(cls, name) for name in included_names(cls)}
+
+    def _init_types(self, cls: type) -> dict[str, str]:
+        """The text of the type of each field that ``__init__`` (and so ``__replace__``) takes."""
+        types_: dict[str, str] = {}
+        for f in getattr(cls, "__dataclass_fields__").values():  # noqa: B009  # a dataclass's own attribute
+            kind = getattr(f, "_field_type", None)
+            if not f.init or kind is _CLASSVAR:
+                continue
+            text = self._field_type(cls, f.name)
+            if kind is _INITVAR:  # ``InitVar[int]``: the parameter takes an int
+                expr = ast.parse(text, mode="eval").body
+                text = ast.unparse(expr.slice) if isinstance(expr, ast.Subscript) else _INCOMPLETE
+            types_[f.name] = text
+        return types_
 
     def _field_type(self, cls: type, name: str) -> str:
         declaring = _declaring_class(cls, name)
         if declaring is None:
             return _INCOMPLETE
-        renderer = _Renderer(self.module, cls, _type_map(cls, declaring) or {}, self.imports)
-        node = self.classes.get(declaring.__qualname__)
-        if declaring.__module__ == self.module.__name__ and node is not None:
-            annotation = _own_annotations(node).get(name)
-            if annotation is not None:
-                return renderer.source(annotation, self.module.__dict__)
-        raw = vars(declaring)["__annotations__"][name]
-        foreign = sys.modules[declaring.__module__].__dict__
+        renderer = _Renderer(self, cls, _type_map(cls, declaring) or {})
+        raw = _annotations(declaring)[name]
         if isinstance(raw, str):
-            return renderer.source(ast.parse(raw, mode="eval").body, foreign)
+            return renderer.source(raw, declaring.__module__)
+        if isinstance(raw, dataclasses.InitVar):
+            inner = renderer.value(raw.type)
+            return _INCOMPLETE if inner is None else f"{renderer.value(dataclasses.InitVar)}[{inner}]"
         return renderer.value(raw) or _INCOMPLETE
 
 
 class _Renderer:
-    """Writes a field's type as source text that means the same in the stub.
+    """Writes a type as source text that means the same in the stub.
 
-    Names are looked up where the field was declared.  Those of other modules
-    are written qualified, with an ``import`` added to *imports*; type
-    variables of the declaring class are replaced by what *cls* binds them
-    to; ``Self`` becomes *cls*.  Whatever cannot be written becomes
-    ``Incomplete``.
+    Names are looked up in the module where the type was written.  A name
+    that the stub binds to the same thing is written as it is; any other is
+    written qualified, with an ``import`` of its module.  Type variables of
+    the declaring class are replaced by what *cls* binds them to; ``Self``
+    becomes *cls*.  Whatever cannot be written becomes ``Incomplete``.
     """
 
-    def __init__(
-        self, module: types.ModuleType, cls: type, bound: dict[object, object], imports: dict[str, None]
-    ) -> None:
-        self.module = module
+    def __init__(self, additions: _Additions, cls: type, bound: dict[object, object]) -> None:
+        self.additions = additions
+        self.module = additions.module
         self.cls = cls
         self.bound = bound
-        self.imports = imports
 
-    def source(self, annotation: ast.expr, namespace: dict[str, Any]) -> str:
+    def source(self, annotation: str, module_name: str) -> str:
+        """The text for *annotation*, source text written in the module *module_name*."""
         renderer = self
+        namespace = vars(sys.modules[module_name])
 
         class Rewrite(ast.NodeTransformer):
             def visit_Name(self, node: ast.Name) -> ast.expr:
-                text = renderer.name(node.id, namespace)
+                text = renderer.name(node.id, namespace, module_name)
                 if text is None:
                     raise LookupError(node.id)
                 return ast.parse(text, mode="eval").body
 
+            def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+                dotted = ast.unparse(node)
+                head = dotted.partition(".")[0]
+                value = namespace.get(head)
+                if isinstance(value, types.ModuleType):  # ``torch.Tensor``: import the module it names
+                    renderer.imports(value.__name__)
+                    return ast.parse(value.__name__ + dotted[len(head) :], mode="eval").body
+                return typing.cast(ast.expr, self.generic_visit(node))
+
             def visit_Constant(self, node: ast.Constant) -> ast.expr:  # a quoted forward reference
                 if isinstance(node.value, str):
                     try:
-                        inner = ast.parse(node.value, mode="eval").body
+                        return typing.cast(ast.expr, self.visit(ast.parse(node.value, mode="eval").body))
                     except SyntaxError:
                         return node
-                    return ast.Constant(ast.unparse(self.visit(inner)))
                 return node
 
         try:
-            return ast.unparse(Rewrite().visit(copy.deepcopy(annotation)))
-        except LookupError:
+            return ast.unparse(Rewrite().visit(ast.parse(annotation, mode="eval").body))
+        except (LookupError, SyntaxError):
             return _INCOMPLETE
 
-    def name(self, name: str, namespace: dict[str, Any]) -> str | None:
-        """The text for *name*, as a name in *namespace*."""
-        own = namespace is self.module.__dict__
+    def name(self, name: str, namespace: dict[str, Any], module_name: str) -> str | None:  # noqa: PLR0911  # one case each
+        """The text for *name*, a name in the module *module_name*."""
+        own = module_name == self.module.__name__
         if name not in namespace:
-            # In the module's own source, a name bound only for type checkers
-            # (under ``if TYPE_CHECKING:``) means the same in the stub.
-            return name if own or hasattr(builtins, name) else None
+            if hasattr(builtins, name):
+                return name
+            # Bound only for type checkers (under ``if TYPE_CHECKING:``).
+            target = _type_checking_imports(sys.modules[module_name]).get(name)
+            if target is None:
+                return name if own and name in self.additions.bound else None
+            return self._qualified(*target)
         value = namespace[name]
-        module = getattr(value, "__module__", None)
         if value is typing.Any or isinstance(value, typing.TypeVar) or _is_self(value):
-            text = self.value(value)
-        elif own:
-            text = name
-        elif isinstance(value, types.ModuleType):
-            text = self._qualified(value.__name__, "")
-        elif isinstance(module, str) and getattr(sys.modules.get(module), name, None) is value:
-            text = self._qualified(module, name)
-        else:
-            text = self.value(value)
-        return text
+            return self.value(value)
+        if own and name in self.additions.bound and not isinstance(value, types.ModuleType):
+            return name
+        if isinstance(value, types.ModuleType):
+            return self._qualified(value.__name__, "")
+        module = getattr(value, "__module__", None)
+        qualname = getattr(value, "__qualname__", name)
+        if isinstance(module, str) and _lookup(module, qualname) is value:
+            return qualname if module == self.module.__name__ else self._qualified(module, qualname)
+        return self.value(value)
 
-    def value(self, value: object) -> str | None:
+    def value(self, value: object) -> str | None:  # noqa: PLR0911  # one case each
         """The text for a type given as an object, not as source."""
         if _is_self(value) or isinstance(value, typing.TypeVar):
             return self._variable(value)
         if value is None or value is type(None) or value is typing.Any:
             return "_Any" if value is typing.Any else "None"
         if isinstance(value, typing.ForwardRef):
-            return self.name(value.__forward_arg__, self.module.__dict__)
-        if isinstance(value, type) and typing.get_origin(value) is None:
-            return (
-                value.__qualname__
-                if value.__module__ == self.module.__name__
-                else self._qualified(value.__module__, value.__qualname__)
+            return self.source(
+                value.__forward_arg__, getattr(value, "__forward_module__", None) or self.module.__name__
             )
+        if isinstance(value, str):
+            return self.source(value, self.module.__name__)
+        if isinstance(value, type) and typing.get_origin(value) is None:
+            if value.__module__ == self.module.__name__:
+                return value.__qualname__
+            return self._qualified(value.__module__, value.__qualname__)
         return self._generic(value)
 
     def _variable(self, value: object) -> str | None:
@@ -411,7 +438,9 @@ class _Renderer:
         if origin is typing.Union or isinstance(value, types.UnionType):
             return " | ".join(texts)
         head = self.value(origin)
-        return None if head is None else f"{head}[{', '.join(texts)}]"
+        if head is None or not texts:  # a bare ``typing.Callable``, ``typing.List``
+            return head
+        return f"{head}[{', '.join(texts)}]"
 
     def _argument(self, arg: object) -> str | None:
         if isinstance(arg, list):  # Callable[[...], ...]
@@ -423,154 +452,129 @@ class _Renderer:
         """*qualname* in *module* (or the module itself), importing the module."""
         if module == "builtins":
             return qualname
-        self._import(module)
+        self.imports(module)
         return f"{module}.{qualname}" if qualname else module
 
-    def _import(self, module: str) -> None:
-        self.imports[module] = None
+    def imports(self, module: str) -> None:
+        if module != self.module.__name__:
+            self.additions.imports[module] = None
 
 
 # --- helpers ------------------------------------------------------------------
 
 
-def _flat(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements of *body*, with those of ``if`` and ``try`` blocks."""
+def _enum_members(cls: type[enum.Enum], node: ast.ClassDef) -> list[tuple[int, int, list[str]]]:
+    """Edits that declare *cls*'s members as members.
+
+    Without analysis, mypy writes ``RED = 1`` as ``RED: int``, which a stub
+    reads as an attribute that is no member.
+    """
+    edits = []
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is None:
+            member = cls.__members__.get(stmt.target.id)
+            if member is not None:
+                value = member.value
+                literal = repr(value) if type(value) in (int, str, bool, float, bytes) else "..."
+                indent = " " * stmt.col_offset
+                edits.append(
+                    (stmt.lineno - 1, stmt.end_lineno or stmt.lineno, [f"{indent}{stmt.target.id} = {literal}"])
+                )
+    return edits
+
+
+def _annotations(cls: type) -> dict[str, object]:
+    """The annotations *cls*'s own body declares, never evaluated.
+
+    Strings, or objects where the module did not defer them; on 3.14
+    (PEP 649) always the source strings.
+    """
+    if sys.version_info >= (3, 14):
+        import annotationlib  # 3.14 and later only
+
+        return dict(annotationlib.get_annotations(cls, format=annotationlib.Format.STRING))
+    return dict(inspect.get_annotations(cls))
+
+
+def _classes(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, ast.ClassDef]]:
+    """The classes *body* defines, nested ones too, with their qualified names."""
     for node in body:
-        if isinstance(node, ast.If):
-            yield from _flat(node.body)
-            yield from _flat(node.orelse)
+        if isinstance(node, ast.ClassDef):
+            yield prefix + node.name, node
+            yield from _classes(node.body, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.If):
+            yield from _classes([*node.body, *node.orelse], prefix)
         elif isinstance(node, ast.Try):
-            yield from _flat(node.body)
-        else:
-            yield node
+            yield from _classes([*node.body, *node.orelse, *node.finalbody], prefix)
+            for handler in node.handlers:
+                yield from _classes(handler.body, prefix)
 
 
-def _scope(node: ast.ClassDef, cls: type | None) -> str:
-    """The kind of a class body: ``"enum"``, ``"dataclass"`` or ``"class"``.
+def _bound_names(tree: ast.Module) -> set[str]:
+    """The names the stub's module level binds."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).partition(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif (name := _assigned_name(node)) is not None:
+            names.add(name)
+    return names
 
-    They declare attributes assigned without an annotation differently.
-    """
-    if cls is not None and issubclass(cls, enum.Enum):
-        return "enum"
-    if (cls is not None and dataclasses.is_dataclass(cls)) or any(
-        "dataclass" in ast.unparse(decorator) for decorator in node.decorator_list
-    ):
-        return "dataclass"
-    return "class"
 
-
-def _declaration(node: ast.stmt, scope: str) -> list[str]:
-    """The stub lines of a function, an assignment or a type alias; none for other statements."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return [*_decorators(node, ""), _function_line(node)]
+def _assigned_name(node: ast.stmt) -> str | None:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return [_annotated(node, in_class=scope != "module")]
-    if isinstance(node, ast.Assign):
-        return _assignment(node, scope)
-    if sys.version_info >= (3, 12) and isinstance(node, ast.TypeAlias):
-        return [ast.unparse(node)]
-    return []  # expressions, loops and the like declare nothing
+        return node.target.id
+    return None
 
 
-def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, indent: str) -> list[str]:
-    return [f"{indent}@{ast.unparse(decorator)}" for decorator in node.decorator_list]
+def _identifiers(text: str) -> set[str]:
+    return {node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name)}
 
 
-def _function_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
-    params = getattr(node, "type_params", None)
-    generic = f"[{', '.join(map(ast.unparse, params))}]" if params else ""
-    returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
-    return f"{prefix} {node.name}{generic}({_signature(node.args)}){returns}: ..."
+def _absolute_imports(tree: ast.Module, module: types.ModuleType, lines: list[str]) -> list[tuple[int, int, list[str]]]:
+    """Edits that make the stub's relative imports absolute: it may sit apart from its package's other stubs."""
+    edits = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            absolute = ast.ImportFrom(module=_absolute(module, node.level, node.module), names=node.names, level=0)
+            edits.append((node.lineno - 1, node.end_lineno or node.lineno, [ast.unparse(absolute)]))
+    return edits
 
 
-def _signature(args: ast.arguments) -> str:
-    positional = [*args.posonlyargs, *args.args]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
-    defaults += args.defaults
-    parts = []
-    for index, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
-        parts.append(_parameter(arg, default))
-        if index == len(args.posonlyargs) - 1:
-            parts.append("/")
-    if args.vararg:
-        parts.append("*" + _parameter(args.vararg, None))
-    elif args.kwonlyargs:
-        parts.append("*")
-    parts += [_parameter(arg, default) for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
-    if args.kwarg:
-        parts.append("**" + _parameter(args.kwarg, None))
-    return ", ".join(parts)
+def _absolute(module: types.ModuleType, level: int, name: str | None) -> str:
+    package = (module.__package__ or "").split(".")
+    base = ".".join(package[: len(package) - level + 1])
+    return f"{base}.{name}" if name else base
 
 
-def _parameter(arg: ast.arg, default: ast.expr | None) -> str:
-    text = arg.arg + (f": {ast.unparse(arg.annotation)}" if arg.annotation else "")
-    if default is not None:
-        text += (" = " if arg.annotation else "=") + _default(default)
-    return text
+def _type_checking_imports(module: types.ModuleType) -> dict[str, tuple[str, str]]:
+    """The names *module*'s ``import`` statements bind, whether or not they ran: name -> (module, qualname)."""
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    found: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(module, node.level, node.module) if node.level else node.module or ""
+            for alias in node.names:
+                found[alias.asname or alias.name] = (source, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    found[alias.asname] = (alias.name, "")
+    return found
 
 
-def _default(value: ast.expr) -> str:
-    """A default value as a stub writes it: simple literals as they are, the rest ``...``."""
-    if isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, (bool, int, float))):
-        return ast.unparse(value)
-    if isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes)) and len(value.value) <= 50:
-        return ast.unparse(value)
-    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Constant):
-        return ast.unparse(value)
-    return "..."
-
-
-def _annotated(node: ast.AnnAssign, *, in_class: bool) -> str:
-    assert isinstance(node.target, ast.Name)
-    text = f"{node.target.id}: {ast.unparse(node.annotation)}"
-    if node.value is None:
-        return text
-    value = node.value
-    if in_class and isinstance(value, ast.Call) and _last_name(value.func) == "field":
-        return text + _field_value(value)
-    return f"{text} = {_default(value)}"
-
-
-def _field_value(call: ast.Call) -> str:
-    """A dataclass ``field(...)`` as a stub writes it: what shapes ``__init__``.
-
-    pyright reads ``field(default=...)`` as a default of type ``ellipsis``,
-    so a default is written ``= ...`` where nothing else is kept, and as
-    itself where it is a literal or a named factory.
-    """
-    given = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
-    kept = [f"{name}={ast.unparse(given[name])}" for name in ("init", "kw_only") if name in given]
-    has_default = "default" in given or "default_factory" in given
-    if not kept:
-        return " = ..." if has_default else ""
-    init = given.get("init")
-    if has_default and not (isinstance(init, ast.Constant) and init.value is False):
-        factory = given.get("default_factory")
-        if isinstance(factory, (ast.Name, ast.Attribute)):
-            kept.append(f"default_factory={ast.unparse(factory)}")
-        else:
-            kept.append(f"default={_default(given['default']) if 'default' in given else '...'}")
-    return f" = {ast.unparse(call.func)}({', '.join(kept)})"
-
-
-def _assignment(node: ast.Assign, scope: str) -> list[str]:
-    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-        return []
-    name, value = node.targets[0].id, node.value
-    if name in _KEPT_DUNDERS:
-        return [ast.unparse(node)]
-    if isinstance(value, ast.Call) and _last_name(value.func) in _TYPE_FACTORIES:
-        return [ast.unparse(node)]  # a type variable or a new type
-    if isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)) or (
-        isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr)
-    ):
-        return [ast.unparse(node)]  # a type alias, or another name for something
-    if scope == "enum":  # a member
-        return [f"{name} = {_default(value)}"]
-    annotation = _literal_type(value) or _INCOMPLETE
-    # In a dataclass, an annotation alone would make a field.
-    return [f"{name}: _ClassVar[{annotation}]" if scope == "dataclass" else f"{name}: {annotation}"]
+def _lookup(module: str, qualname: str) -> object:
+    obj: object = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def _literal_type(value: ast.expr) -> str | None:
@@ -581,19 +585,15 @@ def _literal_type(value: ast.expr) -> str | None:
     return None
 
 
-def _own_annotations(node: ast.ClassDef) -> dict[str, ast.expr]:
-    return {
-        stmt.target.id: stmt.annotation
-        for stmt in _flat(node.body)
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-    }
+def _self_assignments(node: ast.ClassDef) -> dict[str, str | None]:
+    """The attributes that the methods in a class body set on ``self``, with their types.
 
-
-def _self_assignments(node: ast.ClassDef) -> dict[str, str]:
-    """The attributes that the methods in a class body set on ``self``, with their types."""
+    The annotation's source text where one is given, the type of a literal
+    value (``bool | None``) where every value is one, else ``None``.
+    """
     annotations: dict[str, str] = {}
-    inferred: dict[str, set[str]] = {}
-    for method in _flat(node.body):
+    inferred: dict[str, set[str | None]] = {}
+    for method in node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
             continue
         self_name = method.args.args[0].arg
@@ -605,15 +605,15 @@ def _self_assignments(node: ast.ClassDef) -> dict[str, str]:
             elif isinstance(stmt, ast.AnnAssign):
                 targets, value = [stmt.target], stmt.value
             for target in targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-                    if target.value.id != self_name:
-                        continue
-                    if isinstance(stmt, ast.AnnAssign):
-                        annotations.setdefault(target.attr, ast.unparse(stmt.annotation))
-                    guess = _literal_type(value) if value is not None else None
-                    inferred.setdefault(target.attr, set()).add(guess or _INCOMPLETE)
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+                    continue
+                if target.value.id != self_name:
+                    continue
+                if isinstance(stmt, ast.AnnAssign):
+                    annotations.setdefault(target.attr, ast.unparse(stmt.annotation))
+                inferred.setdefault(target.attr, set()).add(_literal_type(value) if value is not None else None)
     return {
-        name: annotations.get(name) or (_INCOMPLETE if _INCOMPLETE in kinds else " | ".join(sorted(kinds)))
+        name: annotations.get(name) or (None if None in kinds else " | ".join(sorted(typing.cast(set[str], kinds))))
         for name, kinds in inferred.items()
     }
 
@@ -621,34 +621,8 @@ def _self_assignments(node: ast.ClassDef) -> dict[str, str]:
 def _declaring_class(cls: type, name: str) -> type | None:
     """The dataclass in *cls*'s MRO whose body declares the field *name* that counts."""
     for klass in cls.__mro__:
-        if dataclasses.is_dataclass(klass) and name in vars(klass).get("__annotations__", {}):
+        if dataclasses.is_dataclass(klass) and name in _annotations(klass):
             return klass
-    return None
-
-
-def _last_name(expr: ast.expr) -> str:
-    """The last part of the dotted name *expr*: ``field`` for ``dataclasses.field``."""
-    return ast.unparse(expr).split(".")[-1]
-
-
-def _runtime_bases(cls: type) -> list[type | None]:
-    """*cls*'s bases as written, each reduced to its class."""
-    bases: tuple[object, ...] = vars(cls).get("__orig_bases__", cls.__bases__)
-    result: list[type | None] = []
-    for base in bases:
-        origin = typing.get_origin(base) or base
-        result.append(origin if isinstance(origin, type) else None)
-    return result
-
-
-def _dict_reference(base_expr: ast.expr, base: type) -> str | None:
-    """The text naming *base*'s ``TypedDict`` the way *base_expr* names *base*."""
-    args = ""
-    if isinstance(base_expr, ast.Subscript):
-        args = f"[{ast.unparse(base_expr.slice)}]"
-        base_expr = base_expr.value
-    if isinstance(base_expr, ast.Name) and base_expr.id == base.__name__:
-        return _dict_name(base) + args
     return None
 
 

@@ -8,24 +8,31 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from metakit._meta import included_names
-from metakit.stubgen import main, module_stub, stub_path
+from metakit.stubgen import _STR_SKIP, main, module_stub, stub_path
 
 PACKAGE = "stubgen_example"
 
 BASE = '''
+"""In another module, without ``from __future__ import annotations``."""
+
 from dataclasses import dataclass, field
-from typing import Generic, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, Optional, TypeVar
 
 from metakit import OMIT, ZeroCopy
+
+if TYPE_CHECKING:
+    from stubgen_example.lora import LoRAMapping
 
 T = TypeVar("T")
 
@@ -36,19 +43,29 @@ class Tensor:
 
 @dataclass
 class ForeignBase(ZeroCopy, Generic[T]):
-    """In another module, without ``from __future__ import annotations``."""
-
     count: int
     tensor: Optional[Tensor]
     values: list[T] = field(default_factory=list)
     handle: object = field(default=None, metadata=OMIT)
+    hook: Optional[Callable] = None
+    mapping: "Optional[LoRAMapping]" = None
+    later: "Optional[Later]" = None
+
+
+class Later:
+    """Defined after the class that refers to it."""
 '''
 
+LORA = '''
+class LoRAMapping:
+    """Imported by base only for type checkers."""
+'''
 MODELS = '''
 """Engine metadata for the stub generator."""
 
 from __future__ import annotations
 
+import abc
 import enum
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
@@ -59,6 +76,15 @@ from .base import ForeignBase, Tensor
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+try:
+    import tomllib
+except ImportError:  # before 3.11
+    tomllib = None
+
+__all__ = ["AttentionMetadata", "FlashInferMetadata", "Redefined", "Box", "IntBox", "Pair", "FromForeign"]
+__all__ += ["Direct", "Outer", "Overriding", "make", "Backend", "pick", "ABCZeroCopyFields", "Abstract", "T"]
+__all__ += ["PAGE_SIZE", "Defaults", "Empty", "Plain"]
 
 T = TypeVar("T")
 PAGE_SIZE = 16
@@ -97,6 +123,47 @@ class Box(ZeroCopy, Generic[T]):
 @dataclass
 class IntBox(Box[int]):
     label: str = ""
+
+
+U = TypeVar("U")
+
+
+@dataclass
+class Pair(Box[T], Generic[T, U]):
+    other: U | None = None
+
+
+class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta):
+    """The metaclass combination the README documents."""
+
+
+@dataclass
+class Abstract(metaclass=ABCZeroCopyFields):
+    name: str
+
+    @abc.abstractmethod
+    def run(self) -> None: ...
+
+
+@dataclass
+class Defaults(ZeroCopy):
+    """Defaults that are no values of the declared type are written ``= ...``."""
+
+    dtype: Tensor = None  # type: ignore[assignment]
+    names: list[str] = field(default_factory=list)
+    scale: float = 1.0
+
+
+@dataclass
+class Empty(ZeroCopy):
+    pass
+
+
+@dataclass
+class Plain:
+    """Not made by ZeroCopyFields: no TypedDict."""
+
+    x: int
 
 
 @dataclass
@@ -150,6 +217,7 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (root / PACKAGE / "__init__.py").write_text("")
     (root / PACKAGE / "base.py").write_text(textwrap.dedent(BASE))
     (root / PACKAGE / "models.py").write_text(textwrap.dedent(MODELS))
+    (root / PACKAGE / "lora.py").write_text(textwrap.dedent(LORA))
     monkeypatch.syspath_prepend(str(root))
     yield root
     for name in [name for name in sys.modules if name.partition(".")[0] == PACKAGE]:
@@ -221,21 +289,35 @@ def test_field_types_are_as_declared_and_substituted(stub: str) -> None:
     assert types("FlashInferMetadataDict") == {"is_prompt": "bool", "block_tables": "Tensor | None", "steps": "int"}
     assert types("RedefinedDict")["is_prompt"] == "int"
     # Declared in another module: names qualified and imported, T bound to bytes.
+    # Declared in another module: names qualified and imported, T bound to bytes,
+    # a bare Callable kept bare, names imported there only for type checkers found.
     assert types("FromForeignDict") == {
         "count": "int",
         "tensor": f"{PACKAGE}.base.Tensor | None",
         "values": "list[bytes]",
-        "sizes": "Sequence[int]",
+        "hook": "collections.abc.Callable | None",
+        "mapping": f"typing.Optional[{PACKAGE}.lora.LoRAMapping]",
+        "later": f"typing.Optional[{PACKAGE}.base.Later]",
+        "sizes": "collections.abc.Sequence[int]",
     }
-    assert f"import {PACKAGE}.base" in stub
+    for module in (f"{PACKAGE}.base", f"{PACKAGE}.lora", "collections.abc", "typing"):
+        assert f"import {module}\n" in stub
 
 
 def test_methods_are_overloaded_and_exact(stub: str) -> None:
     flash = members(stub, "FlashInferMetadata")
+    literal = "'num_prefills', 'slot_mapping', 'is_prompt', 'block_tables', 'wrapper', 'steps'"
     assert flash["asdict_zerocopy"] == [
         "@_overload\ndef asdict_zerocopy(self, skip_fields: None=None) -> FlashInferMetadataDict:\n    ...",
-        "@_overload\ndef asdict_zerocopy(self, skip_fields: _Iterable[str] | None=None) -> _Mapping[str, _Any]:\n"
+        f"@_overload\n@_deprecated({_STR_SKIP!r})\n"
+        "def asdict_zerocopy(self, skip_fields: str) -> dict[str, _Any]:\n    ...",
+        f"@_overload\ndef asdict_zerocopy(self, skip_fields: _Iterable[_Literal[{literal}]]) -> dict[str, _Any]:\n"
         "    ...",
+    ]
+    # every field that __init__ takes, by keyword; the InitVar as the type it takes.
+    assert flash["__replace__"] == [
+        "def __replace__(self, *, num_prefills: int=..., slot_mapping: Tensor=..., is_prompt: bool=..., "
+        "block_tables: Tensor | None=..., workspace: int=..., wrapper: object=...) -> FlashInferMetadata:\n    ..."
     ]
     assert flash["astuple_zerocopy"] == [
         "def astuple_zerocopy(self) -> tuple[int, Tensor, bool, Tensor | None, int]:\n    ..."
@@ -257,10 +339,12 @@ def test_post_init_attributes_are_properties_not_fields(stub: str) -> None:
 
 def test_dataclass_fields_keep_what_shapes_init(stub: str) -> None:
     flash = members(stub, "FlashInferMetadata")
-    assert flash["version"] == ["version: ClassVar[str] = '2'"]
-    assert flash["workspace"] == ["workspace: InitVar[int] = 0"]
-    assert flash["wrapper"] == ["wrapper: object = ..."]
-    assert flash["steps"] == ["steps: int = field(init=False)"]
+    assert flash["version"] == ["version: ClassVar[str] = ..."]
+    assert flash["workspace"] == ["workspace: InitVar[int] = ..."]
+    assert flash["wrapper"] == ["wrapper: object = field(default=None, metadata=OMIT)"]
+    assert flash["steps"] == ["steps: int = field(default=0, init=False)"]
+    # A default that is no value of the declared type is written ``= ...``.
+    assert members(stub, "Defaults")["dtype"] == ["dtype: Tensor = ..."]
     assert members(stub, "Direct")["_"] == ["_: KW_ONLY"]
 
 
@@ -308,3 +392,77 @@ def test_cli_rejects_a_module_it_cannot_import(capsys: pytest.CaptureFixture[str
         main(["no_such_module_for_stubgen"])
     assert exit_info.value.code == 2
     assert "cannot import 'no_such_module_for_stubgen'" in capsys.readouterr().err
+
+
+# --- basedpyright reads the stubs -----------------------------------------
+
+MODULES = [f"{PACKAGE}.base", f"{PACKAGE}.lora", f"{PACKAGE}.models"]
+
+USAGE = f"""
+from typing import Literal
+
+from typing_extensions import assert_type
+
+from {PACKAGE}.base import Tensor
+from {PACKAGE}.models import Abstract, Backend, Box, FlashInferMetadata, IntBox, Outer, Pair, Redefined
+
+def use(meta: FlashInferMetadata, box: IntBox, pair: Pair[bytes, float], abstract: Abstract) -> None:
+    assert_type(meta.asdict_zerocopy()["block_tables"], Tensor | None)
+    assert_type(box.asdict_zerocopy()["item"], int)
+    assert_type(pair.asdict_zerocopy()["other"], float | None)
+    assert_type(abstract.astuple_zerocopy(), tuple[str])
+    meta.asdict_zerocopy(skip_fields={{"slot_mapping", "wrapper"}})
+    meta.attn_bias = None
+    meta.__replace__(is_prompt=True)
+    assert_type(Backend.FLASH, Literal[Backend.FLASH])
+    Outer.Inner(1).asdict_zerocopy()
+"""
+
+BAD_USAGE = {
+    "an unknown literal name in skip_fields": 'meta.asdict_zerocopy(skip_fields={"slot_mappin"})',
+    "a str as skip_fields": 'meta.asdict_zerocopy(skip_fields="slot_mapping")',
+    "a key that is a post-init attribute": 'meta.asdict_zerocopy()["attn_bias"]',
+    "a field replaced with a value of the wrong type": 'meta.__replace__(is_prompt="yes")',
+}
+
+
+def basedpyright(directory: Path, files: list[str], **settings: object) -> list[dict[str, Any]]:
+    """basedpyright's error diagnostics for *files* in *directory*, with ``stubs/`` as its stub path."""
+    config = {"stubPath": "stubs", "typeCheckingMode": "standard", "include": files, **settings}
+    (directory / "pyrightconfig.json").write_text(json.dumps(config))
+    result = subprocess.run(
+        [sys.executable, "-m", "basedpyright", "--outputjson", "--pythonpath", sys.executable],
+        capture_output=True,
+        text=True,
+        cwd=directory,
+        timeout=600,
+        check=False,
+    )
+    report = json.loads(result.stdout)
+    diagnostics: list[dict[str, Any]] = report["generalDiagnostics"]
+    return [d for d in diagnostics if d["severity"] == "error"]
+
+
+@pytest.fixture
+def stub_dir(package: Path, tmp_path: Path) -> Path:
+    """The stubs of every module of the test package, in ``tmp_path/stubs``, written by the CLI's code."""
+    for name in MODULES:
+        assert main([name, "-o", str(tmp_path / "stubs")]) == 0
+    return tmp_path
+
+
+def test_basedpyright_finds_no_error_in_the_stubs(stub_dir: Path) -> None:
+    assert basedpyright(stub_dir, ["stubs"]) == []
+
+
+def test_basedpyright_reads_good_usage_clean(stub_dir: Path) -> None:
+    (stub_dir / "usage.py").write_text(textwrap.dedent(USAGE))
+    assert basedpyright(stub_dir, ["usage.py"]) == []
+
+
+def test_basedpyright_reports_each_bad_line(stub_dir: Path) -> None:
+    header = f"from {PACKAGE}.models import FlashInferMetadata\nmeta: FlashInferMetadata = ...  # type: ignore\n"
+    (stub_dir / "usage.py").write_text(header + "\n".join(BAD_USAGE.values()) + "\n")
+    errors = basedpyright(stub_dir, ["usage.py"], reportDeprecated="error")
+    lines = {d["range"]["start"]["line"] for d in errors}
+    assert lines == set(range(2, 2 + len(BAD_USAGE))), errors
