@@ -3,6 +3,7 @@ targets and bad commands exit with status 2 and say why."""
 
 import importlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,86 @@ def test_help_prints_usage_and_exits_with_status_0():
     result = run("--help")
     assert result.returncode == 0
     assert "usage: python -m metakit" in result.stdout
+
+
+RAISING = "metakit_cli_raising"
+
+
+@pytest.fixture
+def raising(tmp_path: Path) -> Path:
+    """A module that raises something other than ImportError while it is imported."""
+    (tmp_path / f"{RAISING}.py").write_text("1 / 0\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", [["show", f"{RAISING}:Step"], ["stubgen", RAISING]], ids=["show", "stubgen"])
+def test_a_module_that_raises_exits_with_status_2_and_one_line(raising, tmp_path, args):
+    result = (
+        run(*args, "-o", str(tmp_path / "stubs"), path=raising) if args[0] == "stubgen" else run(*args, path=raising)
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"python -m metakit: error: importing '{RAISING}' raised ZeroDivisionError: division by zero\n"
+    )
+    assert result.stdout == ""
+
+
+def test_stubgen_into_a_directory_it_cannot_make_exits_with_status_2_before_importing(example, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    result = run("stubgen", MODULE, "-o", str(blocker / "stubs"), path=example)
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"python -m metakit: error: cannot write stubs to {blocker / 'stubs'}: {blocker} is not a directory\n"
+    )
+    assert not (blocker.parent / "stubs").exists()
+
+
+def test_stubgen_of_a_standard_library_module_warns_that_its_stub_would_shadow_the_real_one(tmp_path):
+    result = run("stubgen", "json", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(
+        f"warning: json is a module of the standard library; a stub for it in {tmp_path} would shadow its real one"
+    )
+
+
+def test_stubgen_of_the_users_own_module_does_not_warn(example, tmp_path):
+    result = run("stubgen", MODULE, "-o", str(tmp_path / "stubs"), path=example)
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+def test_version_prints_metakit_and_its_version():
+    result = run("--version")
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"metakit {metakit.__version__}\n", "")
+
+
+def test_the_console_script_names_itself_metakit_in_usage_and_errors():
+    script = Path(sys.executable).parent / "metakit"
+    if not script.exists():  # only where metakit is installed with its scripts, as in every venv here
+        pytest.fail(f"no console script {script}")
+    result = subprocess.run([str(script), "show"], capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: metakit show [-h] MODULE:CLASS")
+    result = subprocess.run([str(script), "frobnicate"], capture_output=True, text=True, check=False, timeout=60)
+    assert result.stderr.endswith("metakit: error: unknown command 'frobnicate'\n")
+
+
+def test_ctrl_c_exits_with_status_130_and_no_traceback():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "metakit", "bench", "--quick"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    # Wait until it is measuring, then interrupt it as a terminal's Ctrl-C would.
+    for line in process.stderr:
+        if "measuring" in line:
+            break
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "Traceback" not in err
+    assert err.endswith("python -m metakit: interrupted\n")
