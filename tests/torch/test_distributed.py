@@ -535,7 +535,10 @@ def init_false_fields_are_sent_and_set_after_init(rank: int, world: int) -> None
 
 
 def slots_class_is_told_from_the_class_it_replaced(rank: int, world: int) -> None:
-    assert len(_SLOTS_CLASSES) == 2, "both classes named SlotsRecord must be alive for this case"
+    # The class that @dataclass(slots=True) replaced may still be listed by
+    # zerocopy_classes() (it lives until the cycle collector runs): either way
+    # the receivers must pick the new one.
+    assert SlotsRecord in _SLOTS_CLASSES
     got = _send_and_check(rank, SlotsRecord(torch.arange(3)))
     assert type(got) is SlotsRecord
     assert not hasattr(got, "__dict__")
@@ -934,3 +937,47 @@ def test_main_script_classes_resolve_between_parent_and_spawned_child(tmp_path: 
 def test_import_metakit_leaves_torch_out() -> None:
     code = "import sys, metakit; assert 'torch' not in sys.modules, 'metakit imported torch'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2], timeout=60)
+
+
+_NO_NUMPY_SCRIPT = """
+import sys
+sys.modules["numpy"] = None  # import numpy now fails, in this process and in the spawned child
+import datetime, multiprocessing
+import torch, torch.distributed as dist
+from metakit.distributed import broadcast_metadata
+from metakit.examples.engine import make_flash_attention_metadata
+
+TIMEOUT = datetime.timedelta(seconds=120)
+
+def run(rank, port):
+    try:
+        import numpy
+        raise AssertionError("numpy was importable")
+    except ImportError:
+        pass
+    store = dist.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=TIMEOUT)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=TIMEOUT)
+    want = make_flash_attention_metadata(num_tokens=1 << 18)
+    got = broadcast_metadata(want if rank == 0 else None)
+    assert torch.equal(got.slot_mapping, want.slot_mapping) and got.seq_lens == want.seq_lens
+    print(f"rank {rank} got its record without numpy", flush=True)
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    store = dist.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False, timeout=TIMEOUT)
+    child = multiprocessing.get_context("spawn").Process(target=run, args=(1, store.port))
+    child.start()
+    run(0, store.port)
+    child.join(120)
+    sys.exit(child.exitcode)
+"""
+
+
+def test_broadcast_needs_no_numpy(tmp_path: Path) -> None:
+    # torch's object collectives call Tensor.numpy() on the receivers; broadcast_metadata must not.
+    script = tmp_path / "no_numpy.py"
+    script.write_text(_NO_NUMPY_SCRIPT)
+    result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0 got its record without numpy" in result.stdout
+    assert "rank 1 got its record without numpy" in result.stdout
