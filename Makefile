@@ -5,7 +5,8 @@
 #
 # Every step of `make check` also runs on its own: `make lint`, `make types`,
 # `make test` (3.11, with torch), `make test-3.10` (or 3.12, 3.13: without
-# torch), `make bench-quick`, `make package`.  `make help` lists them all.
+# torch), `make bench-quick`, `make package`.  `make help` lists them all,
+# with `make bench-record`, which records the full runs the README quotes.
 #
 # The virtual environments (.venv, .venv-3.10, ...) are made from python3.X
 # on PATH or in pyenv and kept up to date by .ci/venv.sh: each step installs
@@ -28,20 +29,29 @@ PYTEST := METAKIT_NO_SKIPS=1 $(PY) -m pytest
 
 step = @echo && echo "=== $(1)"
 
-.PHONY: help check bench bench-quick lint format types test test-$(PYTHON_VERSION) \
-	$(OTHER_VERSIONS:%=test-%) package mypy-matrix venv $(OTHER_VERSIONS:%=venv-%)
+.PHONY: help check bench bench-quick bench-record $(OTHER_VERSIONS:%=bench-%) lint format types test \
+	test-$(PYTHON_VERSION) $(OTHER_VERSIONS:%=test-%) package mypy-matrix venv $(OTHER_VERSIONS:%=venv-%)
 
 help:  ## list the targets
 	@echo "usage: make TARGET [ARGS=...]"
 	@grep -E '^[a-z0-9.%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## /  \1\t/' | expand -t 18
-	@echo "  $(OTHER_VERSIONS:%=test-%)" | expand -t 18
+	@echo "  $(OTHER_VERSIONS:%=test-%)"
 	@echo "                  the tests that need no torch, on that Python"
+	@echo "  $(OTHER_VERSIONS:%=bench-%)"
+	@echo "                  the benchmark on that Python (no torch: the engine's torch-free twins)"
 
 check: lint types test $(OTHER_VERSIONS:%=test-%) bench-quick package  ## every check, as CI runs it
 	$(call step,all checks passed)
 
 bench: venv  ## the demo and the full benchmark (about 1.5 minutes)
 	$(PY) -m metakit bench $(ARGS)
+
+$(OTHER_VERSIONS:%=bench-%): bench-%: venv-%
+	.venv-$*/bin/python -m metakit bench $(ARGS)
+
+bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.13 into .ci/bench.json, .ci/bench.png and .ci/bench-3.X.txt
+	$(PY) -m metakit bench --json .ci/bench.json --plot .ci/bench.png | tee .ci/bench-$(PYTHON_VERSION).txt
+	for version in $(OTHER_VERSIONS); do .venv-$$version/bin/python -m metakit bench | tee .ci/bench-$$version.txt; done
 
 bench-quick: venv  ## bench --quick and bench --quick --distributed: a missed target is printed, not a failure
 	$(call step,benchmark: bench --quick; then the broadcast benchmark)
@@ -83,5 +93,6 @@ mypy-matrix:  ## the mypy plugin's tests against the oldest mypy it supports, 1.
 venv:  ## create or update .venv: Python 3.11, metakit[torch,bench] and the dev tools
 	@.ci/venv.sh $(VENV) $(PYTHON_VERSION) torch,bench dev
 
+# No torch on these: the benchmark measures torch-free twins there, with its peers.
 $(OTHER_VERSIONS:%=venv-%): venv-%:
-	@.ci/venv.sh .venv-$* $* "" test
+	@.ci/venv.sh .venv-$* $* bench test
