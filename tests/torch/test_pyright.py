@@ -1,21 +1,29 @@
 """pyright (basedpyright) reads the exact types from the repo's ``stubs/``:
-good usage of the example engine metadata is clean, and bad usage, such as a
-key that is not in the dict, is reported."""
+the stubs of every module in ``metakit.examples`` have no error, good usage
+of the example engine metadata is clean, and bad usage, such as a key that
+is not in the dict or an unknown name in ``skip_fields``, is reported."""
 
-import json
-import subprocess
-import sys
+import importlib
+import pkgutil
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
+from test_stubgen import basedpyright
+
+import metakit.examples
+from metakit.stubgen import main
 
 STUBS = Path(__file__).parents[2] / "stubs"
 
 GOOD = """
+from typing import Any, Dict
+
 import torch
 from typing_extensions import assert_type
 
+import metakit
 from metakit.examples.engine import (
     AttentionMetadataDict,
     FlashInferMetadata,
@@ -29,6 +37,9 @@ def forward(
 ) -> None: ...
 
 
+def broadcast(tensor_dict: Dict[str, Any]) -> None: ...
+
+
 meta = make_flashinfer_metadata()
 d = meta.asdict_zerocopy()
 assert_type(d, FlashInferMetadataDict)
@@ -40,7 +51,10 @@ forward(**d)
 FlashInferMetadata(**d)
 meta.attn_bias = None
 meta.is_profile_run = True
-skipped = meta.asdict_zerocopy(skip_fields={"slot_mapping"})
+skipped = meta.asdict_zerocopy(skip_fields={"slot_mapping", "prefill_wrapper"})
+broadcast(skipped)
+broadcast(metakit.asdict_zerocopy(meta))  # the function form is a dict[str, Any] for pyright
+assert_type(meta.__replace__(page_size=32), FlashInferMetadata)
 """
 
 BAD = {
@@ -49,35 +63,35 @@ BAD = {
     "a misspelt key": 'make_flashinfer_metadata().asdict_zerocopy()["slot_mappin"]',
     "a wrong value type": 'page_size: str = make_flashinfer_metadata().asdict_zerocopy()["page_size"]',
     "a wrong tuple item type": "is_prompt: str = make_flashinfer_metadata().astuple_zerocopy()[4]",
+    "an unknown name in skip_fields": 'make_flashinfer_metadata().asdict_zerocopy(skip_fields={"slot_mappin"})',
+    "a str as skip_fields (deprecated)": 'make_flashinfer_metadata().asdict_zerocopy(skip_fields="slot_mapping")',
+    "an unknown field to __replace__": "make_flashinfer_metadata().__replace__(page_sise=32)",
 }
 
 
-def pyright(tmp_path: Path, source: str) -> list[dict[str, object]]:
-    """basedpyright's error diagnostics for *source*, with stubs/ as its stub path."""
-    (tmp_path / "usage.py").write_text(textwrap.dedent(source))
-    config = {"stubPath": str(STUBS), "typeCheckingMode": "standard", "include": ["usage.py"]}
-    (tmp_path / "pyrightconfig.json").write_text(json.dumps(config))
-    result = subprocess.run(
-        [sys.executable, "-m", "basedpyright", "--outputjson", "--pythonpath", sys.executable, "usage.py"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-        check=False,
-    )
-    report = json.loads(result.stdout)
-    assert report["summary"]["filesAnalyzed"] == 1, result.stdout
-    return [d for d in report["generalDiagnostics"] if d["severity"] == "error"]
+def with_stubs(directory: Path, source: str) -> Path:
+    shutil.copytree(STUBS, directory / "stubs")
+    (directory / "usage.py").write_text(textwrap.dedent(source))
+    return directory
+
+
+def test_every_example_module_has_a_stub_with_no_error(tmp_path: Path) -> None:
+    modules = [info.name for info in pkgutil.walk_packages(metakit.examples.__path__, "metakit.examples.")]
+    for name in ["metakit.examples", *modules]:
+        importlib.import_module(name)
+        assert main([name, "-o", str(tmp_path / "stubs")]) == 0
+    assert len(list((tmp_path / "stubs").rglob("*.pyi"))) == 1 + len(modules)
+    assert basedpyright(tmp_path, ["stubs"]) == []
 
 
 def test_good_usage_is_clean(tmp_path: Path) -> None:
-    assert pyright(tmp_path, GOOD) == []
+    assert basedpyright(with_stubs(tmp_path, GOOD), ["usage.py"]) == []
 
 
 @pytest.fixture(scope="module")
 def bad_errors(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
     source = "from metakit.examples.engine import make_flashinfer_metadata\n" + "\n".join(BAD.values()) + "\n"
-    return pyright(tmp_path_factory.mktemp("bad"), source)
+    return basedpyright(with_stubs(tmp_path_factory.mktemp("bad"), source), ["usage.py"], reportDeprecated="error")
 
 
 def test_every_bad_line_is_reported(bad_errors: list[dict[str, object]]) -> None:
