@@ -377,7 +377,7 @@ def _omit_mark(metadata: Expression) -> bool | str | None:
 
     ``True`` or ``False``, ``_ABSENT`` where it holds no such key, and
     ``None`` when that cannot be known without running the code.  A
-    mapping is ``OMIT``, ``None``, a dict display, ``dict(**m, key=...)``
+    mapping is ``OMIT``, ``None``, a dict display, ``dict(m, **m, key=...)``
     or ``a | b`` of those; later entries win, as in the mapping itself.
     """
     if isinstance(metadata, RefExpr):
@@ -390,15 +390,11 @@ def _omit_mark(metadata: Expression) -> bool | str | None:
     items: list[tuple[Expression | None, Expression]]
     if isinstance(metadata, DictExpr):
         items = list(metadata.items)
-    elif (
-        isinstance(metadata, CallExpr)
-        and isinstance(metadata.callee, RefExpr)
-        and metadata.callee.fullname == "builtins.dict"
-        and all(kind in (ARG_NAMED, ARG_STAR2) for kind in metadata.arg_kinds)
-    ):
-        # dict(**OMIT, doc=...): a keyword cannot be the dotted OMIT key.
+    elif _is_dict_call(metadata):
+        assert isinstance(metadata, CallExpr)
+        # dict(OMIT, doc=...), dict(**OMIT, doc=...): a keyword cannot be the dotted OMIT key.
         items = [
-            (None if kind == ARG_STAR2 else StrExpr(name or ""), arg)
+            (None if kind in (ARG_POS, ARG_STAR2) else StrExpr(name or ""), arg)
             for arg, kind, name in zip(metadata.args, metadata.arg_kinds, metadata.arg_names, strict=True)
         ]
     else:
@@ -414,6 +410,16 @@ def _omit_mark(metadata: Expression) -> bool | str | None:
         elif key.value == OMIT_KEY:
             mark = _bool_literal(value)
     return mark
+
+
+def _is_dict_call(expr: Expression) -> bool:
+    """Whether *expr* is ``dict(...)`` with at most one mapping by position, then keywords and ``**`` splats."""
+    if not (
+        isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname == "builtins.dict"
+    ):
+        return False
+    kinds = expr.arg_kinds[1:] if expr.arg_kinds[:1] == [ARG_POS] else expr.arg_kinds
+    return all(kind in (ARG_NAMED, ARG_STAR2) for kind in kinds)
 
 
 def _bool_literal(expr: Expression) -> bool | None:

@@ -83,3 +83,6 @@ class SamplingMetadata(SamplingBase, ZeroCopy):
     extra: object = field(default=None, metadata={**OMIT, "doc": "merged"})
     seeds: object = field(default=None, metadata=dict(**OMIT))
     kept: object = field(default=None, metadata={**OMIT, "metakit.omit": False})
+    merged: object = field(default=None, metadata={**OMIT} | {"doc": "merged with |"})
+    copied: object = field(default=None, metadata=dict(OMIT, doc="a copy"))
+    unmarked: object = field(default=None, metadata={"doc": "x"} | {"metakit.omit": False})

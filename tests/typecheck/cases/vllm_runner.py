@@ -115,5 +115,6 @@ def typevar_receivers(meta: M) -> None:
 
 
 def plain_dataclass_base(sampling: SamplingMetadata) -> None:
-    # handle is OMIT in a plain dataclass base; extra and seeds are OMIT; kept is not.
-    assert_type(sampling.astuple_zerocopy(), tuple[float, Optional[Tensor], object])
+    # handle is OMIT in a plain dataclass base; extra, seeds, merged and copied are OMIT;
+    # kept and unmarked are not.
+    assert_type(sampling.astuple_zerocopy(), tuple[float, Optional[Tensor], object, object])
