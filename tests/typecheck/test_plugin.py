@@ -38,6 +38,7 @@ UPDATE = os.environ.get("METAKIT_UPDATE_GOLDEN") == "1"
 
 _LOCATION = re.compile(r"^(?:.*[/\\])?(?P<file>[^/\\]+\.py):(?P<line>[0-9]+): (?P<kind>error|note): ")
 _MARKER = re.compile(r"#\s*E:")
+_DEFINED_IN = re.compile(r': note: "[^"]+" defined in "[^"]+"$')
 
 
 def run_mypy(files: list[Path], cache_dir: Path) -> tuple[str, str, int]:
@@ -45,11 +46,15 @@ def run_mypy(files: list[Path], cache_dir: Path) -> tuple[str, str, int]:
 
 
 def by_file(stdout: str) -> dict[str, list[str]]:
-    """mypy's report lines, keyed by file name, with directories left out."""
+    """mypy's report lines, keyed by file name, with directories left out.
+
+    Notes that say where a callee is defined are left out too: some mypy
+    versions write them, others do not.
+    """
     lines: dict[str, list[str]] = {}
     for line in stdout.splitlines():
         match = _LOCATION.match(line)
-        if match:
+        if match and not _DEFINED_IN.search(line):
             lines.setdefault(match["file"], []).append(line[match.start("file") :])
     return lines
 

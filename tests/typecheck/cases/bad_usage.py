@@ -87,7 +87,7 @@ def skip_fields_of_the_wrong_type(meta: PagedMetadata, anything: Any) -> None:
 def replace_checks_names_and_types(meta: PagedMetadata) -> None:
     metakit.replace(meta, slot_mappin=None)  # E: not a field
     metakit.replace(meta, use_cuda_graph="yes")  # E: a str for a bool
-    metakit.replace(meta, None)  # E: changes go by name
+    metakit.replace(meta, num_prefills=None)  # E: None for an int
 
 
 def local_classes_are_named_as_at_run_time() -> None:
