@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import itertools
 import pkgutil
 import typing
 from collections.abc import Callable, Iterable
@@ -289,29 +290,31 @@ class _Checker:
     # --- which code to check ------------------------------------------------------
 
     def _forms(self, method: str, function_form: Callable[..., Any]) -> list[_Form]:
-        """The generated code first, then the overrides, innermost first.
+        """The code to check: the generated code first, then the class's own override.
 
         So when generated code is wrong, the message blames it, not the
-        override built on it.
+        override built on it.  Of the overrides in the MRO, only the one that
+        ``obj.method`` finds serves the instance; the others are checked with
+        the classes that define them.
         """
         obj = self.obj
         forms = [_Form(_GENERATED, f"metakit.{method}", lambda *a, **k: function_form(obj, *a, **k), True, True)]
-        overrides: list[tuple[type, _Form]] = []
-        caller: type | None = None  # the owner of the override that the next one in the MRO serves
-        for owner in self.cls.__mro__:
-            if method not in owner.__dict__:
-                continue
-            bound = getattr(obj, method) if caller is None else getattr(super(caller, obj), method)
-            call = f"obj.{method}" if caller is None else f"super({_name(caller)}, obj).{method}"
-            if _is_metakits(owner.__dict__[method], method):
-                role = _GENERATED
-                if caller is not None:
-                    role = f"the generated code that super().{method}() in {_name(caller)}.{method} reaches"
-                forms.append(_Form(role, call, bound, True))
-                break
-            overrides.append((owner, _Form(f"the override {_name(owner)}.{method}", call, bound, False)))
-            caller = owner
-        forms.extend(form for _, form in reversed(overrides))
+        owners = [owner for owner in self.cls.__mro__ if method in owner.__dict__]
+        overrides = list(itertools.takewhile(lambda owner: not _is_metakits(owner.__dict__[method], method), owners))
+        if len(overrides) < len(owners):  # generated code serves the instance, or an override reaches it
+            if not overrides:
+                forms.append(_Form(_GENERATED, f"obj.{method}", getattr(obj, method), True))
+            else:
+                last = overrides[-1]
+                role = f"the generated code that super().{method}() in {_name(last)}.{method} reaches"
+                forms.append(
+                    _Form(role, f"super({_name(last)}, obj).{method}", getattr(super(last, obj), method), True)
+                )
+        if overrides:
+            role = f"the override {_name(overrides[0])}.{method}"
+            if len(overrides) > 1:
+                role += " (over " + ", ".join(f"{_name(owner)}.{method}" for owner in overrides[1:]) + ")"
+            forms.append(_Form(role, f"obj.{method}", getattr(obj, method), False))
         return forms
 
     # --- asdict -------------------------------------------------------------------
@@ -350,7 +353,10 @@ class _Checker:
                     if text
                 )
                 self.fail(
-                    form.role, call, f"changed the skip_fields it was given: {change}; it must leave it unchanged"
+                    form.role,
+                    call,
+                    f"changed the skip_fields it was given: {change}; it must leave the caller's set unchanged"
+                    " and change a copy",
                 )
         if type(got) is not dict:
             self.fail(form.role, call, f"returned {_name(type(got))}, not dict")
