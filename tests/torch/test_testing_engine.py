@@ -1,0 +1,93 @@
+"""``metakit.testing`` on the example engine and on records that hold real tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from metakit import ZeroCopy
+from metakit.examples import engine
+from metakit.examples.engine import FlashInferMetadata
+from metakit.testing import assert_zerocopy, assert_zerocopy_class, class_id, zerocopy_classes_in
+
+
+@pytest.mark.parametrize("cls", zerocopy_classes_in("metakit.examples.engine"), ids=class_id)
+def test_every_example_engine_class_passes_with_no_instance(cls):
+    assert_zerocopy_class(cls)
+
+
+def test_the_example_engine_classes_are_found_in_definition_order():
+    assert zerocopy_classes_in(engine) == [
+        engine.AttentionMetadata,
+        engine.FlashAttentionMetadata,
+        engine.FlashInferMetadata,
+    ]
+
+
+@pytest.mark.parametrize("meta", engine.example_records(), ids=lambda meta: type(meta).__name__)
+def test_every_example_record_passes(meta):
+    assert_zerocopy(meta)
+
+
+@dataclass
+class ClonesItsTables(FlashInferMetadata):
+    def asdict_zerocopy(self, skip_fields=None):
+        d = super().asdict_zerocopy(skip_fields)
+        if d.get("block_tables") is not None:
+            d["block_tables"] = d["block_tables"].clone()  # a device copy on a GPU
+        return d
+
+
+def test_an_override_that_clones_a_tensor_is_reported():
+    meta = engine.make_flashinfer_metadata()
+    record = ClonesItsTables(**{name: getattr(meta, name) for name in meta.__dataclass_fields__})
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy(record)
+    assert str(error.value) == (
+        "ClonesItsTables: the override ClonesItsTables.asdict_zerocopy: obj.asdict_zerocopy()['block_tables']"
+        " is not the object the instance holds: it was copied or replaced"
+    )
+
+
+@dataclass
+class MovesToItsDevice(FlashInferMetadata):
+    def asdict_zerocopy(self, skip_fields=None):
+        # .to() on the device a tensor is on returns that very tensor.
+        d = super().asdict_zerocopy(skip_fields)
+        return {k: v.to(v.device) if isinstance(v, torch.Tensor) else v for k, v in d.items()}
+
+
+def test_an_override_that_moves_tensors_to_where_they_are_passes():
+    meta = engine.make_flashinfer_metadata()
+    assert_zerocopy(MovesToItsDevice(**{name: getattr(meta, name) for name in meta.__dataclass_fields__}))
+
+
+class FlatView:
+    """A descriptor field whose every read is a new view of the stored tensor."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        if obj is None:
+            return None
+        stored = getattr(obj, self.attribute, None)
+        return stored.view(-1) if isinstance(stored, torch.Tensor) else stored
+
+    def __set__(self, obj: object, value: object) -> None:
+        setattr(obj, self.attribute, value)
+
+
+@dataclass
+class WithFlatSlots(ZeroCopy):
+    num_tokens: int
+    slot_mapping: object = FlatView()
+
+
+def test_a_tensor_field_read_as_a_new_view_each_time_is_not_reported_as_copied():
+    record = WithFlatSlots(4, slot_mapping=torch.arange(4).reshape(2, 2))
+    assert record.slot_mapping is not record.slot_mapping
+    assert_zerocopy(record)
+    assert_zerocopy_class(WithFlatSlots)
