@@ -90,6 +90,9 @@ _LARGEST_FRAME: Final = 16 << 20
 _FRAME_MEMORY: Final = 16
 """How many recent records the frame's size follows."""
 
+_RECYCLED: Final = 64 << 10
+"""Receive buffers on the CPU of this many bytes or more are reused once free (see ``_Recycler``)."""
+
 
 class BroadcastError(WireError):
     """A rank could not rebuild the record that arrived, or the source could not send one.
@@ -213,6 +216,7 @@ class _Route:
         self.lane_devices = (self.header_device, local_device("cuda") if self.lanes else self.header_device)
         self.frame_nbytes = _FIRST_FRAME
         self.recent: collections.deque[int] = collections.deque(maxlen=_FRAME_MEMORY)
+        self.recycler = _Recycler()
         self.outbox = torch.empty(0, dtype=torch.uint8)
         """The source's message buffer, kept for the next call: fresh pages would cost a fault each."""
 
@@ -244,6 +248,47 @@ class _Route:
         if message_nbytes > self.frame_nbytes or self.frame_nbytes > 4 * peak:
             wanted = -(-(peak + peak // 8) // _SMALLEST_FRAME) * _SMALLEST_FRAME
             self.frame_nbytes = min(max(wanted, _SMALLEST_FRAME), _LARGEST_FRAME)
+
+
+def _use_count(buffer: torch.Tensor) -> int:
+    """How many tensors share *buffer*'s storage, by torch's own count; -1 if this torch cannot say."""
+    try:
+        return int(torch._C._storage_Use_Count(buffer.untyped_storage()._cdata))
+    except Exception:  # a private function: any failure means "do not reuse"
+        return -1
+
+
+class _Recycler:
+    """The large CPU buffers a receiver got on its previous call, reused once nothing else holds them.
+
+    A fresh buffer of some hundred KB or more costs a page fault per 4 KB
+    page while the collective writes into it, as much as the transfer
+    itself; an engine drops each step's record before the next arrives, so
+    the same memory can serve again.  A buffer is reused only when torch's
+    count of the tensors that share its storage is back to what it was
+    when the buffer was new: no view of it (no tensor of a record) is
+    alive.  Only the previous call's buffers are kept.
+    """
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[torch.Tensor, int]] = []
+        self.taken: list[tuple[torch.Tensor, int]] = []
+
+    def take(self, nbytes: int, device: torch.device) -> torch.Tensor:
+        """A ``uint8`` tensor of *nbytes* on *device*: recycled if one is free, else new."""
+        if device.type != "cpu" or nbytes < _RECYCLED:
+            return torch.empty(nbytes, dtype=torch.uint8, device=device)
+        for index, (buffer, alone) in enumerate(self.kept):
+            if nbytes <= buffer.numel() <= 2 * nbytes and alone >= 0 and _use_count(buffer) == alone:
+                self.taken.append(self.kept.pop(index))
+                return buffer[:nbytes]
+        buffer = torch.empty(nbytes, dtype=torch.uint8)
+        self.taken.append((buffer, _use_count(buffer)))
+        return buffer[:nbytes]
+
+    def done(self) -> None:
+        """The call is over: keep what it took for the next one, and let the rest go."""
+        self.kept, self.taken = self.taken, []
 
 
 _routes: weakref.WeakKeyDictionary[dist.ProcessGroup, dict[dist.ProcessGroup | None, _Route]] = (
@@ -338,16 +383,23 @@ def _send_message(
 
 
 def _receive(route: _Route, source: int) -> object:
+    try:
+        return _receive_with(route, source)
+    finally:
+        route.recycler.done()
+
+
+def _receive_with(route: _Route, source: int) -> object:
     frame_nbytes = route.frame_nbytes
     src = route.header_src[source]
     group = route.header_group
-    frame = torch.empty(frame_nbytes, dtype=torch.uint8, device=route.header_device)
+    frame = route.recycler.take(frame_nbytes, route.header_device)
     dist.broadcast(frame, group=group, group_src=src)
     host = frame if frame.device.type == "cpu" else frame.cpu()
     status, _, header_nbytes, message_nbytes = _PREFIX.unpack(ctypes.string_at(host.data_ptr(), _PREFIX.size))
     message = frame
     if message_nbytes > frame_nbytes:
-        message = torch.empty(message_nbytes, dtype=torch.uint8, device=route.header_device)
+        message = route.recycler.take(message_nbytes, route.header_device)
         message[:frame_nbytes].copy_(frame)
         dist.broadcast(message[frame_nbytes:], group=group, group_src=src)
         host = message if message.device.type == "cpu" else message.cpu()
@@ -374,7 +426,7 @@ def _receive(route: _Route, source: int) -> object:
 
 
 def _receive_buffer(route: _Route, spec: BufferSpec, source: int, buffers: list[torch.Tensor]) -> dist.Work | None:
-    buffer = torch.empty(spec.nbytes, dtype=torch.uint8, device=route.lane_devices[spec.lane])
+    buffer = route.recycler.take(spec.nbytes, route.lane_devices[spec.lane])
     buffers.append(buffer)
     if not spec.nbytes:
         return None

@@ -541,13 +541,14 @@ class _Unpacker(pickle.Unpickler):
 
     def __init__(self, blob: memoryview, buffers: Sequence[torch.Tensor]) -> None:
         super().__init__(io.BytesIO(blob))
-        self.buffers = buffers
-        self.moved: dict[tuple[int, str], torch.Tensor] = {}
-        self.typed: dict[tuple[int, str, torch.dtype], torch.Tensor] = {}
+        # Not a method of this object: the memo holds what find_class returns,
+        # and a cycle through it would keep the buffers alive until the
+        # collector runs (metakit.distributed reuses buffers once free).
+        self.tensors = _TensorMaker(buffers)
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
         if global_name == "_tensor" and module_name == __name__:
-            return self._tensor
+            return self.tensors.make
         if module_name not in sys.modules:
             raise WireError(
                 f"a field value refers to {module_name}.{global_name}, but {module_name} is not imported "
@@ -555,7 +556,16 @@ class _Unpacker(pickle.Unpickler):
             )
         return super().find_class(module_name, global_name)
 
-    def _tensor(  # noqa: PLR0917  # pickle calls it with the spec's values in order
+
+class _TensorMaker:
+    """Builds the tensors of one header as views of its buffers."""
+
+    def __init__(self, buffers: Sequence[torch.Tensor]) -> None:
+        self.buffers = buffers
+        self.moved: dict[tuple[int, str], torch.Tensor] = {}
+        self.typed: dict[tuple[int, str, torch.dtype], torch.Tensor] = {}
+
+    def make(  # noqa: PLR0917  # pickle calls it with the spec's values in order
         self,
         dtype_name: str,
         shape: tuple[int, ...],

@@ -83,8 +83,8 @@ _RECORDS: Final = (
     _Record("8 KB: prefill, 8 seqs", lambda: make_flash_attention_metadata(8, 128), 40, quick=True),
     _Record("261 KB: decode, 256 seqs", lambda: make_flashinfer_metadata(256, 2048), 20, quick=True),
     _Record("2 MB: prefill, 256 x 1024", lambda: make_flash_attention_metadata(256, 1024), 8, quick=True),
-    _Record("8 MB: 1M tokens", lambda: make_flash_attention_metadata(256, 1024, 1 << 20), 3, quick=True),
-    _Record("64 MB: 8M tokens", lambda: make_flash_attention_metadata(256, 1024, 1 << 23), 1, quick=False),
+    _Record("8 MB: 1M tokens", lambda: make_flash_attention_metadata(256, 1024, num_tokens=1 << 20), 3, quick=True),
+    _Record("64 MB: 8M tokens", lambda: make_flash_attention_metadata(256, 1024, num_tokens=1 << 23), 1, quick=False),
 )
 
 

@@ -797,6 +797,26 @@ def cpu_group_carries_the_header(rank: int, world: int) -> None:
         _assert_same_record(got, record)
 
 
+def received_buffers_are_reused_only_once_free(rank: int, world: int) -> None:
+    def record(step: int) -> Bag:
+        return Bag({"slots": torch.arange(1 << 18) + step, "small": torch.arange(40_000) * step})
+
+    first = _send_and_check(rank, record(1))
+    second = _send_and_check(rank, record(2))  # the first is still held: its memory must stay its own
+    if rank != _SRC:
+        assert isinstance(first, Bag)
+        assert isinstance(second, Bag)
+        assert torch.equal(first.values["slots"], record(1).values["slots"]), "a held record was overwritten"
+        assert torch.equal(first.values["small"], record(1).values["small"]), "a held record was overwritten"
+        pointers = {second.values["slots"].data_ptr(), second.values["small"].data_ptr()}
+        del first, second
+        third = _send_and_check(rank, record(3))
+        assert isinstance(third, Bag)
+        assert third.values["slots"].data_ptr() in pointers, "a free buffer is reused"
+    else:
+        _send_and_check(rank, record(3))
+
+
 _CASES: list[Callable[[int, int], None]] = [
     example_records_arrive_equal,
     flashinfer_omit_fields_get_defaults_and_post_init_runs,
@@ -834,6 +854,7 @@ _CASES: list[Callable[[int, int], None]] = [
     one_rank_groups_cost_no_collective,
     group_src_names_the_source_by_its_rank_in_the_group,
     cpu_group_carries_the_header,
+    received_buffers_are_reused_only_once_free,
 ]
 
 
