@@ -164,12 +164,18 @@ class _BadName(Exception):
     """A field name that may not be written into source."""
 
 
-@functools.lru_cache(maxsize=512)
 def _code_for(layout: Layout) -> dict[str, CodeType]:
-    """The code of the three functions for *layout*, without a file name.
+    """The code of the three functions for *layout*, without a file name."""
+    if len(layout.names) > _MOST_CACHED_FIELDS:
+        return _make_code(layout)
+    return _cached_code(layout)
 
-    Classes made again and again meet the same layouts; the cache holds no class.
-    """
+
+_MOST_CACHED_FIELDS: Final = 100
+"""Code for more fields is not kept: such classes are rare, and their code large."""
+
+
+def _make_code(layout: Layout) -> dict[str, CodeType]:
     bad = unwritable(layout.names)
     if bad is not None:
         raise _BadName(bad)
@@ -180,6 +186,10 @@ def _code_for(layout: Layout) -> dict[str, CodeType]:
             methods_source(layout.names, layout.roles, layout.included, "metakit", layout.exact)
         )
     return codes
+
+
+# Classes made again and again meet the same layouts; the cache holds no class.
+_cached_code: Final = functools.lru_cache(maxsize=256)(_make_code)
 
 
 def _free_filename(label: str) -> str:

@@ -32,7 +32,7 @@ from metakit._source import methods_source
 # itself is the field's role in replace (see metakit._fields).
 _INCLUDED: Final = frozenset("cr")
 
-_MOST_ENTRIES: Final = 256
+_MOST_ENTRIES: Final = 100
 """Past this many fields a class is compiled for real: such classes are rare, and their templates large."""
 _MOST_TEMPLATES: Final = 64
 _MOST_SEEN: Final = 1024

@@ -1,0 +1,452 @@
+"""Regression tests for the core's edges (issue: "Core: correct at every edge"),
+each named after the defect it pins down."""
+
+from __future__ import annotations
+
+import abc
+import gc
+import linecache
+import sys
+import threading
+import tracemalloc
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any
+
+import pytest
+
+import metakit
+from metakit import ZeroCopy, ZeroCopyFields
+from metakit._functions import methods_of
+
+# --- 1. metaclass composition: every __setattr__ runs, in MRO order ------------
+
+
+def recording(label: str, log: list[tuple[str, str]]) -> type:
+    def __setattr__(cls: type, name: str, value: Any) -> None:
+        log.append((label, name))
+        super(meta, cls).__setattr__(name, value)  # type: ignore[misc]
+
+    meta = type(label, (type,), {"__setattr__": __setattr__})
+    return meta
+
+
+def test_own_setattr_of_a_combined_metaclass_runs_before_the_others():
+    log: list[tuple[str, str]] = []
+    Watch = recording("Watch", log)
+
+    class M(ZeroCopyFields, Watch):  # type: ignore[misc, valid-type]
+        def __setattr__(cls, name: str, value: Any) -> None:
+            log.append(("M", name))
+            super().__setattr__(name, value)
+
+    @dataclass
+    class C(metaclass=M):
+        x: int
+
+    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
+    fields_set = [label for label, name in log if name == "__dataclass_fields__"]
+    assert fields_set == ["M", "Watch"]
+    C.later = 1  # type: ignore[attr-defined]
+    assert [label for label, name in log if name == "later"] == ["M", "Watch"]
+
+
+def test_setattr_of_a_metaclass_before_zero_copy_fields_in_the_mro_runs():
+    log: list[tuple[str, str]] = []
+    A, B = recording("A", log), recording("B", log)
+
+    class M(A, ZeroCopyFields, B):  # type: ignore[misc, valid-type]
+        pass
+
+    @dataclass
+    class C(metaclass=M):
+        x: int
+
+    assert [label for label, name in log if name == "__dataclass_fields__"] == ["A", "B"]
+    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("order", ["metakit first", "abc first"])
+def test_combination_with_abc_meta_in_either_order_still_sees_fields(order):
+    bases = (ZeroCopyFields, abc.ABCMeta) if order == "metakit first" else (abc.ABCMeta, ZeroCopyFields)
+    Meta = type("Meta", bases, {})
+
+    @dataclass
+    class C(metaclass=Meta):
+        x: int
+
+    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
+    assert metakit.replace(C(1), x=2).x == 2
+
+
+def test_delattr_of_every_metaclass_in_a_combination_runs():
+    log: list[str] = []
+
+    class Watch(type):
+        def __delattr__(cls, name: str) -> None:
+            log.append(name)
+            super().__delattr__(name)
+
+    class M(ZeroCopyFields, Watch):
+        pass
+
+    @dataclass
+    class C(metaclass=M):
+        x: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return {}
+
+    del C.asdict_zerocopy
+    assert log == ["asdict_zerocopy"]
+    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
+
+
+# --- 2 and 3. overrides that appear late, and super() inside them --------------
+
+
+@dataclass
+class Base(ZeroCopy):
+    a: int
+
+
+def make_sub() -> type:
+    @dataclass
+    class Sub(Base):
+        b: int
+
+    return Sub
+
+
+def test_override_assigned_after_class_creation_reaches_the_instances_fields_through_super():
+    Sub = make_sub()
+
+    def override(self: Any, skip_fields: Any = None) -> dict[str, Any]:
+        return {**super(Sub, self).asdict_zerocopy(skip_fields), "extra": 0}
+
+    Sub.asdict_zerocopy = override  # type: ignore[attr-defined]
+    assert Sub(1, 2).asdict_zerocopy() == {"a": 1, "b": 2, "extra": 0}
+    assert Base(1).asdict_zerocopy() == {"a": 1}
+
+
+def test_del_of_a_late_override_gives_the_class_its_own_generated_method_back():
+    Sub = make_sub()
+    Sub.asdict_zerocopy = lambda self, skip_fields=None: {}  # type: ignore[attr-defined]
+    del Sub.asdict_zerocopy
+    assert Sub(1, 2).asdict_zerocopy() == {"a": 1, "b": 2}
+    assert Sub.asdict_zerocopy is methods_of(Sub).asdict  # its own, never the base's
+
+
+def test_del_of_a_generated_method_gives_it_back_at_once():
+    Sub = make_sub()
+    del Sub.astuple_zerocopy
+    assert Sub(1, 2).astuple_zerocopy() == (1, 2)
+    assert Sub.astuple_zerocopy is methods_of(Sub).astuple
+
+
+def test_base_method_patched_after_a_subclass_exists_is_inherited_like_one_in_the_body():
+    @dataclass
+    class Root(ZeroCopy):
+        a: int
+
+    @dataclass
+    class Leaf(Root):
+        b: int
+
+    def patched(self: Any, skip_fields: Any = None) -> dict[str, Any]:
+        return {"patched": True, **ZeroCopy.asdict_zerocopy(self, skip_fields)}
+
+    Root.asdict_zerocopy = patched  # type: ignore[method-assign]
+    assert Leaf(1, 2).asdict_zerocopy() == {"patched": True, "a": 1, "b": 2}
+    assert Root(1).asdict_zerocopy() == {"patched": True, "a": 1}
+    del Root.asdict_zerocopy
+    assert Leaf(1, 2).asdict_zerocopy() == {"a": 1, "b": 2}
+    assert Root(1).asdict_zerocopy() == {"a": 1}
+
+
+def test_super_astuple_inside_an_asdict_override_serves_the_instances_class():
+    @dataclass
+    class Mid(Base):
+        b: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return {"tuple": super().astuple_zerocopy(), "dict": super().asdict_zerocopy(skip_fields)}
+
+    @dataclass
+    class Bottom(Mid):
+        c: int
+
+    assert Mid(1, 2).asdict_zerocopy() == {"tuple": (1, 2), "dict": {"a": 1, "b": 2}}
+    assert Bottom(1, 2, 3).asdict_zerocopy() == {"tuple": (1, 2, 3), "dict": {"a": 1, "b": 2, "c": 3}}
+
+
+def test_super_replace_inside_a_replace_override_serves_the_instances_class():
+    @dataclass
+    class WithReplace(Base):
+        b: int
+        calls: int = 0
+
+        def __replace__(self, /, **changes: Any) -> Any:
+            return super().__replace__(calls=self.calls + 1, **changes)
+
+    replaced = metakit.replace(WithReplace(1, 2), b=3)
+    assert replaced == WithReplace(1, 3, 0)  # the function form runs the generated code
+    if sys.version_info >= (3, 13):
+        import copy
+
+        assert copy.replace(WithReplace(1, 2), b=3) == WithReplace(1, 3, 1)
+
+
+# --- 4. an override above an undecorated class that holds a generated function --
+
+
+def test_override_above_an_undecorated_class_holding_a_generated_function_does_not_crash():
+    @dataclass
+    class A(ZeroCopy):
+        x: int
+
+    class B(A):
+        asdict_zerocopy = A.asdict_zerocopy
+
+    @dataclass
+    class C(B):
+        y: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return super().asdict_zerocopy(skip_fields)
+
+    assert C(1, 2).asdict_zerocopy() == {"x": 1, "y": 2}
+    assert B(1).asdict_zerocopy() == {"x": 1}
+
+
+def test_override_above_a_plain_mixin_holding_a_generated_function_serves_the_instance():
+    @dataclass
+    class A(ZeroCopy):
+        x: int
+
+    class Mixin:
+        asdict_zerocopy = A.asdict_zerocopy
+
+    @dataclass
+    class C(A):
+        y: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return super().asdict_zerocopy(skip_fields)
+
+    @dataclass
+    class D(C, Mixin):
+        z: int
+
+    assert D(1, 2, 3).asdict_zerocopy() == {"x": 1, "y": 2, "z": 3}
+
+
+# --- 5. linecache.checkcache in another thread while classes are collected ----
+
+
+def test_linecache_checkcache_never_raises_while_classes_are_collected_in_another_thread():
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def check() -> None:
+        try:
+            while not stop.is_set():
+                linecache.checkcache()
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    checker = threading.Thread(target=check)
+    checker.start()
+    try:
+        for round_ in range(300):
+            classes = [make_dataclass(f"Gone{round_}_{i}", [f"f{i}"], bases=(ZeroCopy,)) for i in range(5)]
+            del classes
+            gc.collect()
+    finally:
+        stop.set()
+        checker.join(30)
+    assert not errors
+
+
+def test_linecache_checkcache_never_raises_when_a_collection_runs_inside_it():
+    # The collection runs in checkcache's own thread, in the middle of its loop.
+    for _ in range(50):
+        classes = [make_dataclass(f"Cycle{i}", [f"f{i}"], bases=(ZeroCopy,)) for i in range(20)]
+        del classes
+        gc.set_threshold(1)
+        try:
+            linecache.checkcache()
+        finally:
+            gc.set_threshold(700)
+            gc.collect()
+
+
+# --- 6. bounded caches, linear time -----------------------------------------
+
+
+def test_classes_of_ever_new_shapes_keep_memory_bounded():
+    # Regression: one template per field count was kept forever (600 counts
+    # took 562 MB).  Every batch makes 400 classes of shapes never seen
+    # before; once the caches are full, a batch leaves nothing behind.
+    def make_all(batch: str) -> None:
+        for count in range(200):
+            names = [f"{batch}_{i}" for i in range(count % 50)]
+            make_dataclass(f"Shape{count}", names, bases=(ZeroCopy,), slots=count % 2 == 0)
+            make_dataclass(f"Shape{count}", [f"{n}_again" for n in names], bases=(ZeroCopy,))  # a template's
+        gc.collect()
+
+    make_all("untraced")
+    tracemalloc.start()  # what later batches free is traced too
+    try:
+        make_all("first")
+        make_all("second")  # every cache now holds only traced entries
+        before = tracemalloc.get_traced_memory()[0]
+        make_all("third")
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 1_000_000, grown  # dead weak references wait for their pruning: a few hundred KB
+
+
+# --- 8. each class has its own function objects -------------------------------
+
+
+def test_function_objects_are_not_shared_between_class_incarnations():
+    def make() -> type:
+        @dataclass
+        class Again(ZeroCopy):
+            x: int
+
+        return Again
+
+    first = make()
+    first.asdict_zerocopy.marker = True  # type: ignore[attr-defined]
+    del first
+    gc.collect()
+    second = make()
+    assert not hasattr(second.asdict_zerocopy, "marker")
+    third = make()
+    assert third.asdict_zerocopy is not second.asdict_zerocopy
+    assert third.asdict_zerocopy.__code__ is second.asdict_zerocopy.__code__  # the code is shared
+
+
+# --- 9. slots=True on a nested class ------------------------------------------
+
+
+def test_slots_on_a_nested_class_names_its_functions_and_file_by_its_qualified_name():
+    class Outer:
+        @dataclass(slots=True)
+        class Inner(ZeroCopy):
+            x: int
+
+    qualname = Outer.Inner.__qualname__
+    assert qualname.endswith("Outer.Inner")
+    for method in (Outer.Inner.asdict_zerocopy, Outer.Inner.astuple_zerocopy, Outer.Inner.__replace__):
+        assert method.__qualname__ == f"{qualname}.{method.__name__}"
+        assert method.__code__.co_filename == f"<metakit {__name__}.{qualname}>"
+
+
+def test_zerocopy_classes_leaves_out_the_class_that_slots_discarded():
+    @dataclass(slots=True)
+    class Slotted(ZeroCopy):
+        x: int
+
+    listed = [cls for cls in metakit.zerocopy_classes() if cls.__qualname__ == Slotted.__qualname__]
+    assert listed == [Slotted]
+
+
+def test_two_local_classes_of_one_qualified_name_with_other_fields_get_two_files():
+    def outer(fields: list[str]) -> type:
+        class Outer:
+            Inner = dataclass(slots=True)(type("Inner", (ZeroCopy,), {"__annotations__": dict.fromkeys(fields, int)}))
+
+        return Outer.Inner
+
+    first, second = outer(["a"]), outer(["b"])
+    assert first.asdict_zerocopy.__code__.co_filename != second.asdict_zerocopy.__code__.co_filename
+
+
+# --- 10. internal state never collides with a field ----------------------------
+
+
+@pytest.mark.parametrize("name", ["__metakit__", "STATE", "_metakit", "metakit"])
+def test_a_field_with_a_name_like_metakits_state_works_with_the_function_forms(name):
+    Plain = make_dataclass("Plain", [(name, int, field(default=5))])
+    obj = Plain()
+    assert metakit.asdict_zerocopy(obj) == {name: 5}
+    assert metakit.astuple_zerocopy(obj) == (5,)
+    assert metakit.replace(obj, **{name: 6}) == Plain(6)
+    Ours = make_dataclass("Ours", [(name, int, field(default=5))], bases=(ZeroCopy,))
+    assert Ours().asdict_zerocopy() == {name: 5}
+    assert metakit.asdict_zerocopy(Ours()) == {name: 5}
+
+
+# --- 11. bad skip_fields -------------------------------------------------------
+
+
+@dataclass
+class Two(ZeroCopy):
+    a: int = 1
+    b: int = 2
+
+
+@pytest.mark.parametrize(
+    ("skip", "message"),
+    [
+        (5, r"skip_fields must be an iterable of field names, not int 5"),
+        (True, r"skip_fields must be an iterable of field names, not bool True"),
+        ([["a"]], r"skip_fields must hold field names \(str\), not list \['a'\]"),
+        ([1], r"skip_fields must hold field names \(str\), not int 1"),
+        (b"a", r"skip_fields must be an iterable of field names, not the bytes b'a'"),
+        (bytearray(b"a"), r"skip_fields must hold field names \(str\), not int 97"),
+        ("ab", r"not the str 'ab'; write skip_fields=\{'ab'\}"),
+        ({"a": 1}.items(), r"skip_fields must hold field names \(str\), not tuple \('a', 1\)"),
+    ],
+    ids=["int", "bool", "list item", "int item", "bytes", "bytearray", "str", "items view"],
+)
+def test_bad_skip_fields_get_a_type_error_that_names_skip_fields(skip, message):
+    for call in (Two().asdict_zerocopy, lambda s: metakit.asdict_zerocopy(Two(), s)):
+        with pytest.raises(TypeError, match=message):
+            call(skip)
+
+
+def test_an_iterable_that_raises_type_error_itself_keeps_its_own_error():
+    def names() -> Any:
+        yield "a"
+        raise TypeError("the iterable's own problem")
+
+    with pytest.raises(TypeError, match="the iterable's own problem"):
+        Two().asdict_zerocopy(names())
+
+
+def test_good_skip_fields_of_every_kind_still_work():
+    for skip in ({"a"}, frozenset({"a"}), ("a",), ["a"], {"a": 0}.keys(), iter(["a"]), (n for n in ["a"])):
+        assert Two().asdict_zerocopy(skip) == {"b": 2}
+
+
+# --- 12. what generated_source says for what is not a dataclass -----------------
+
+
+def test_generated_source_of_a_non_dataclass_value_says_what_it_is():
+    with pytest.raises(TypeError, match=r"got 3, an instance of int, which is not a dataclass"):
+        metakit.generated_source(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got an instance of Two; pass its class, Two"):
+        metakit.generated_source(Two())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"dict is not a dataclass"):
+        metakit.generated_source(dict)
+
+
+# --- 13. names with zero-width joiners ----------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a\u200cb", "x\u200d", "\u0915\u094d\u200d\u0937"])
+def test_names_with_zero_width_joiners_run_the_code_of_the_source_shown(name):
+    from metakit._source import writable_name
+
+    if not name.isidentifier():  # before Unicode 15.1 (3.13): refused as any non-identifier is
+        assert not writable_name(name)
+        return
+    from tests.test_codegen import assert_installed_code_is_its_compiled_source, made_twice
+
+    cls = made_twice([name, "plain"], "Joiner")
+    assert_installed_code_is_its_compiled_source(cls)
+    assert cls(1, 2).asdict_zerocopy() == {name: 1, "plain": 2}
