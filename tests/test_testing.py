@@ -678,6 +678,43 @@ def test_replace_must_raise_where_dataclasses_replace_does(monkeypatch):
         assert_zerocopy(NeedsScale([1], 2))
 
 
+def test_the_real_metakit_replace_is_called(monkeypatch):
+    calls = []
+    real = metakit.replace
+
+    def spy(obj, /, **changes):
+        calls.append(type(obj))
+        return real(obj, **changes)
+
+    monkeypatch.setattr(metakit, "replace", spy)
+    assert_zerocopy(Metadata(True, [1]))
+    assert_zerocopy_class(Slotted)
+    assert calls == [Metadata, Slotted]
+
+
+def test_a_generated_replace_for_other_fields_is_blamed_as_generated_code():
+    @dataclass
+    class Other(ZeroCopy):
+        a: object = None
+
+    @dataclass
+    class Replaced:
+        a: object = None
+        b: object = None
+
+    # The generated __replace__ of Other, which knows nothing of 'b' (set after
+    # the decorator, which writes its own __replace__ on 3.13).
+    Replaced.__replace__ = vars(Other)["__replace__"]
+
+    expected = (
+        "Replaced: the generated code: obj.__replace__() holds a new object in field 'b',"
+        " where dataclasses.replace(obj) keeps the very object"
+    )
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(Replaced)
+    assert str(error.value) == expected
+
+
 def test_without_metakit_replace_the_helpers_still_run(monkeypatch):
     monkeypatch.delattr(metakit, "replace", raising=False)
     assert_zerocopy(Metadata(True, [1]))
