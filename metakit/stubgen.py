@@ -39,8 +39,28 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from mypy.nodes import (
+    ARG_NAMED,
+    AssignmentStmt,
+    BytesExpr,
+    CallExpr,
+    ClassDef,
+    EllipsisExpr,
+    Expression,
+    FloatExpr,
+    IfStmt,
+    IntExpr,
+    MemberExpr,
+    NameExpr,
+    Statement,
+    StrExpr,
+    TempNode,
+    TryStmt,
+    UnaryExpr,
+)
 from mypy.options import Options
 from mypy.stubgen import ASTStubGenerator, StubSource, parse_source_file
+from mypy.types import AnyType, TypeOfAny
 
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names
 from metakit._meta import ZeroCopyFields, is_ours, resolve
@@ -112,11 +132,57 @@ def mypy_stub(module: types.ModuleType) -> str:
         parse_source_file(source, options)
     except SystemExit as error:  # how mypy.stubgen reports a syntax error, printed to stderr
         raise SyntaxError(f"mypy cannot parse {path}") from error
-    generator = ASTStubGenerator(source.runtime_all, include_private=True)
     assert source.ast is not None
+    _simplify_fields(source.ast.defs)
+    generator = ASTStubGenerator(source.runtime_all, include_private=True)
     source.ast.accept(generator)
     output: str = generator.output()
     return output
+
+
+def _simplify_fields(body: list[Statement]) -> None:
+    """Reduce each ``field(...)`` in the class bodies of *body* to what shapes ``__init__``.
+
+    mypy's stub generator copies the call as it is, and it cannot print
+    every argument (``metadata={**OMIT, ...}`` fails in some versions): a
+    stub needs only ``init``, ``kw_only`` and the default.  A field with
+    neither ``init`` nor ``kw_only`` becomes ``= ...``.
+    """
+    for stmt in body:
+        if isinstance(stmt, (IfStmt, TryStmt)):
+            blocks = [*stmt.body, stmt.else_body] if isinstance(stmt, IfStmt) else [stmt.body, *stmt.handlers]
+            _simplify_fields([inner for block in blocks if block is not None for inner in block.body])
+        if not isinstance(stmt, ClassDef):
+            continue
+        _simplify_fields(stmt.defs.body)
+        for assignment in stmt.defs.body:
+            if isinstance(assignment, AssignmentStmt) and _is_field_call(assignment.rvalue):
+                assignment.rvalue = _field_for_stub(typing.cast(CallExpr, assignment.rvalue))
+
+
+def _is_field_call(expr: Expression) -> bool:
+    return (
+        isinstance(expr, CallExpr) and isinstance(expr.callee, (NameExpr, MemberExpr)) and expr.callee.name == "field"
+    )
+
+
+def _field_for_stub(call: CallExpr) -> Expression:
+    given = {name: arg for name, arg in zip(call.arg_names, call.args, strict=True) if name is not None}
+    kept: dict[str, Expression] = {name: given[name] for name in ("init", "kw_only") if name in given}
+    has_default = "default" in given or "default_factory" in given
+    if not kept:
+        return EllipsisExpr() if has_default else TempNode(AnyType(TypeOfAny.special_form), no_rhs=True)
+    init = given.get("init")
+    if has_default and not (isinstance(init, NameExpr) and init.name == "False"):
+        factory = given.get("default_factory")
+        default = given.get("default")
+        if isinstance(factory, (NameExpr, MemberExpr)):
+            kept["default_factory"] = factory
+        elif isinstance(default, (NameExpr, MemberExpr, IntExpr, FloatExpr, StrExpr, BytesExpr, UnaryExpr)):
+            kept["default"] = default  # pyright takes no ``default=...`` in a field()
+        else:
+            kept["default"] = EllipsisExpr()
+    return CallExpr(call.callee, list(kept.values()), [ARG_NAMED] * len(kept), list(kept))
 
 
 class _Additions:
@@ -357,6 +423,8 @@ class _Renderer:
                 head = dotted.partition(".")[0]
                 value = namespace.get(head)
                 if isinstance(value, types.ModuleType):  # ``torch.Tensor``: import the module it names
+                    if value is renderer.module:  # ``stub_module.Name``, from another module
+                        return ast.parse(dotted[len(head) + 1 :], mode="eval").body
                     renderer.imports(value.__name__)
                     return ast.parse(value.__name__ + dotted[len(head) :], mode="eval").body
                 return typing.cast(ast.expr, self.generic_visit(node))

@@ -84,7 +84,7 @@ except ImportError:  # before 3.11
 
 __all__ = ["AttentionMetadata", "FlashInferMetadata", "Redefined", "Box", "IntBox", "Pair", "FromForeign"]
 __all__ += ["Direct", "Outer", "Overriding", "make", "Backend", "pick", "ABCZeroCopyFields", "Abstract", "T"]
-__all__ += ["PAGE_SIZE", "Defaults", "Empty", "Plain"]
+__all__ += ["PAGE_SIZE", "Defaults", "Empty", "Fields", "Plain"]
 
 T = TypeVar("T")
 PAGE_SIZE = 16
@@ -157,6 +157,16 @@ class Defaults(ZeroCopy):
 @dataclass
 class Empty(ZeroCopy):
     pass
+
+
+@dataclass
+class Fields(ZeroCopy):
+    """field() calls as engines write them: merged metadata, keyword-only, factories."""
+
+    required: int = field(metadata={"doc": "no default"})
+    wrapper: object = field(default=None, metadata={**OMIT, "doc": "a kernel wrapper"})
+    later: int = field(default=0, kw_only=True)
+    sizes: list[int] = field(default_factory=list, kw_only=True)
 
 
 @dataclass
@@ -341,8 +351,13 @@ def test_dataclass_fields_keep_what_shapes_init(stub: str) -> None:
     flash = members(stub, "FlashInferMetadata")
     assert flash["version"] == ["version: ClassVar[str] = ..."]
     assert flash["workspace"] == ["workspace: InitVar[int] = ..."]
-    assert flash["wrapper"] == ["wrapper: object = field(default=None, metadata=OMIT)"]
-    assert flash["steps"] == ["steps: int = field(default=0, init=False)"]
+    assert flash["wrapper"] == ["wrapper: object = ..."]
+    assert flash["steps"] == ["steps: int = field(init=False)"]
+    fields = members(stub, "Fields")
+    assert fields["wrapper"] == ["wrapper: object = ..."]
+    assert fields["required"] == ["required: int"]
+    assert fields["later"] == ["later: int = field(kw_only=True, default=0)"]
+    assert fields["sizes"] == ["sizes: list[int] = field(kw_only=True, default_factory=list)"]
     # A default that is no value of the declared type is written ``= ...``.
     assert members(stub, "Defaults")["dtype"] == ["dtype: Tensor = ..."]
     assert members(stub, "Direct")["_"] == ["_: KW_ONLY"]
