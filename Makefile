@@ -30,7 +30,7 @@ PYTEST := METAKIT_NO_SKIPS=1 $(PY) -m pytest
 step = @echo && echo "=== $(1)"
 
 .PHONY: help check bench bench-quick bench-record $(OTHER_VERSIONS:%=bench-%) lint format types test \
-	test-$(PYTHON_VERSION) $(OTHER_VERSIONS:%=test-%) package mypy-matrix venv $(OTHER_VERSIONS:%=venv-%)
+	test-$(PYTHON_VERSION) $(OTHER_VERSIONS:%=test-%) test-gpu package mypy-matrix venv $(OTHER_VERSIONS:%=venv-%)
 
 help:  ## list the targets
 	@echo "usage: make TARGET [ARGS=...]"
@@ -72,16 +72,21 @@ types: venv  ## mypy --strict on metakit/, as Python 3.10 and as 3.13 see it
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --python-version 3.13
 
-test: venv  ## every test, on Python 3.11 with torch
+test: venv  ## every test but tests/gpu/, on Python 3.11 with torch
 	$(call step,tests on Python $(PYTHON_VERSION) with torch)
 	$(PY) -c "import torch"  # the torch tests must run, not be skipped
-	$(PYTEST) $(ARGS)
+	$(PYTEST) --ignore=tests/gpu $(ARGS)
+
+test-gpu: venv  ## tests/gpu/: on a machine with a CUDA device (not part of make check)
+	$(call step,tests on the CUDA device)
+	$(PY) -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'"
+	$(PYTEST) tests/gpu $(ARGS)
 
 test-$(PYTHON_VERSION): test
 
 $(OTHER_VERSIONS:%=test-%): test-%: venv-%  ## the tests that need no torch, on that Python
 	$(call step,tests without torch on Python $*)
-	METAKIT_NO_SKIPS=1 .venv-$*/bin/python -m pytest --ignore=tests/torch $(ARGS)
+	METAKIT_NO_SKIPS=1 .venv-$*/bin/python -m pytest --ignore=tests/torch --ignore=tests/gpu $(ARGS)
 
 package: venv  ## build the wheel and sdist, check what they hold, use the wheel from a fresh venv
 	$(call step,package: wheel and sdist)
