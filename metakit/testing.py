@@ -245,6 +245,7 @@ class _Form(NamedTuple):
 
 
 _GENERATED = "the generated code"
+_MISSING = _Sentinel("for an attribute an instance lacks")
 _BARE_HINT = (
     " (on a bare instance, whose fields hold sentinels; for code that needs real values,"
     " check an instance you make with assert_zerocopy(obj))"
@@ -262,11 +263,21 @@ class _Checker:
         self.notes = tuple(notes)
         self.fields = dataclasses.fields(cast(Any, obj))
         self.every = [f.name for f in self.fields]
-        self.values = {name: getattr(obj, name) for name in self.every}
+        self.values = {name: self._read(name) for name in self.every}
         # A field whose descriptor gives a new object on every read cannot be
         # compared by identity: its value is checked by type instead.
-        self.unstable = {name for name in self.every if getattr(obj, name) is not self.values[name]}
+        self.unstable = {name for name in self.every if self._read(name) is not self.values[name]}
         self.included = [f.name for f in self.fields if not is_omitted(f)]
+
+    def _read(self, name: str) -> Any:
+        __tracebackhide__ = True
+        try:
+            return getattr(self.obj, name)
+        except Exception as error:
+            raise AssertionError(
+                f"{_name(self.cls)}: reading the field {name!r} raised {type(error).__name__}: {error},"
+                " so the reference fields() gives cannot be built"
+            ) from error
 
     def run(self) -> None:
         __tracebackhide__ = True
@@ -347,11 +358,9 @@ class _Checker:
             got = self._call(form, call, skip_fields=given)
             if given != set(skip):
                 added, removed = sorted(given - set(skip)), sorted(set(skip) - given)
-                change = "; ".join(
-                    text
-                    for text in (f"it added {added}" if added else "", f"it removed {removed}" if removed else "")
-                    if text
-                )
+                changes = [f"it added {added}"] if added else []
+                changes += [f"it removed {removed}"] if removed else []
+                change = "; ".join(changes)
                 self.fail(
                     form.role,
                     call,
@@ -475,7 +484,8 @@ class _Checker:
             if got is obj:
                 self.fail(form.role, form.text(), "returned the instance itself, not a new one")
             for name in self.every:
-                if self.same(name, getattr(reference, name)) and not self.same(name, getattr(got, name)):
+                kept = self.same(name, getattr(reference, name, _MISSING))
+                if kept and not self.same(name, getattr(got, name, _MISSING)):
                     self.fail(
                         form.role,
                         form.text(),

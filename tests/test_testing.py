@@ -721,6 +721,16 @@ def test_without_metakit_replace_the_helpers_still_run(monkeypatch):
     assert_zerocopy_class(Metadata)
 
 
+def test_an_instance_missing_a_field_says_the_reference_cannot_be_built():
+    @dataclass
+    class Unset(ZeroCopy):
+        seq_lens: list[int] = field(init=False)  # never set
+
+    with pytest.raises(AssertionError, match=r"^Unset: reading the field 'seq_lens' raised AttributeError"):
+        assert_zerocopy(Unset())
+    assert_zerocopy_class(Unset)  # the bare instance holds a sentinel there
+
+
 # --- what the helpers accept as an argument ---------------------------------------------
 
 
