@@ -82,9 +82,15 @@ try:
 except ImportError:  # before 3.11
     tomllib = None
 
+try:
+    from math import isqrt as root
+except ImportError:
+    def root(n: int) -> int:
+        return int(n**0.5)
+
 __all__ = ["AttentionMetadata", "FlashInferMetadata", "Redefined", "Box", "IntBox", "Pair", "FromForeign"]
 __all__ += ["Direct", "Outer", "Overriding", "make", "Backend", "pick", "ABCZeroCopyFields", "Abstract", "T"]
-__all__ += ["PAGE_SIZE", "Defaults", "Empty", "Fields", "Plain"]
+__all__ += ["PAGE_SIZE", "Defaults", "Empty", "Fields", "Plain", "root"]
 
 T = TypeVar("T")
 PAGE_SIZE = 16
@@ -255,6 +261,10 @@ def typed_dict_keys(stub: str, name: str) -> list[str]:
     return keys + [stmt.target.id for stmt in node.body if isinstance(stmt, ast.AnnAssign)]  # type: ignore[union-attr]
 
 
+def classes_and_functions(stub: str) -> set[str]:
+    return {node.name for node in ast.parse(stub).body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+
+
 def members(stub: str, name: str) -> dict[str, list[str]]:
     """The lines of each member of class *name* in *stub*."""
     result: dict[str, list[str]] = {}
@@ -380,6 +390,11 @@ def test_the_rest_of_the_module_is_declared(stub: str) -> None:
     assert "__future__" not in stub
     assert members(stub, "Backend") == {"FLASH": ["FLASH = 'flash'"], "INFER": ["INFER = 2"]}  # members
     assert stub.count("def pick(") == 2  # the overloads, not the implementation
+    # __all__ as the module computes it, ``+=`` included; names bound in try/except kept.
+    assert importlib.import_module(f"{PACKAGE}.models").__all__[-1] == "root"
+    assert "'Plain', 'root']\n" in stub
+    assert "from math import isqrt as root" in stub  # once, from the try body
+    assert "root" not in classes_and_functions(stub)
     compile(stub, "models.pyi", "exec")
 
 

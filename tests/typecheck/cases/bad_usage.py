@@ -96,3 +96,12 @@ def local_classes_are_named_as_at_run_time() -> None:
         a: int
 
     Local(1).asdict_zerocopy(["b"])  # E: the message says local_classes_are_named_as_at_run_time.<locals>.Local
+
+
+class Runner:
+    def step(self) -> None:
+        @dataclass
+        class Local(metakit.ZeroCopy):
+            a: int
+
+        metakit.asdict_zerocopy(Local)  # E: the message says Runner.step.<locals>.Local
