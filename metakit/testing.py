@@ -14,8 +14,8 @@ One test per class, with no instance to build::
 Both check two things.  metakit's generated code (the function forms, and
 the methods, or what a user's override reaches through ``super()``) must
 return exactly ``{f.name: getattr(obj, f.name) for f in fields(obj)}``,
-less ``OMIT`` fields.  A user's own ``asdict_zerocopy`` may leave fields
-out, but must keep what every override keeps: a new dict on every call,
+less ``OMIT`` fields.  A user's own ``asdict_zerocopy`` may leave out
+fields with a default, but must keep what every override keeps: a new dict on every call,
 keys that are fields in field order, the very objects, ``skip_fields``
 honoured and left unchanged.  A failure says which of the two broke.
 
@@ -56,11 +56,12 @@ def assert_zerocopy(obj: object) -> None:
     keep the very objects, as ``dataclasses.replace`` does.
 
     A user's own ``asdict_zerocopy`` (vLLM's FlashInfer metadata has one,
-    to leave out its kernel wrapper) may leave fields out, but must return a
-    new dict on every call, whose keys are fields in field order and whose
-    values are the very objects; each call with ``skip_fields`` must return
-    what a call without it returns, less the names given, and must leave
-    the set it is given unchanged.  An override of ``astuple_zerocopy`` must
+    to leave out its kernel wrapper) may leave out fields that ``__init__``
+    can do without (so that ``Cls(**d)`` still rebuilds the record), but
+    must return a new dict on every call, whose keys are fields in field
+    order and whose values are the very objects; each call with
+    ``skip_fields`` must return what a call without it returns, less the
+    names given, and must leave the set it is given unchanged.  An override of ``astuple_zerocopy`` must
     return a tuple of field values, in field order.
 
     Raises ``AssertionError`` that names the class, which of the two broke
@@ -377,6 +378,16 @@ class _Checker:
             in_order = [name for name in self.every if name in got]
             if keys != in_order:
                 self.fail(form.role, call, f"has keys {keys}, not in field order {in_order}: the order differs")
+            # The receiver rebuilds the record with ``Cls(**d)``: an override
+            # may leave out a field only if ``__init__`` can do without it.
+            needed = [f.name for f in self.fields if f.name not in got and not is_omitted(f) and _required(f)]
+            if needed:
+                self.fail(
+                    form.role,
+                    call,
+                    f"has keys {keys}: it leaves out {needed}, which __init__ requires, so"
+                    f" {_name(self.cls)}(**d) cannot rebuild the record; leave out only fields with a default",
+                )
         elif keys != expected:
             self.fail(
                 form.role,
@@ -517,6 +528,11 @@ class _Checker:
         except Exception as error:
             hint = _BARE_HINT if self.bare else ""
             self.fail(form.role, call, f"raised {type(error).__name__}: {error}{hint}", error)
+
+
+def _required(f: dataclasses.Field[Any]) -> bool:
+    """Whether ``__init__`` must be given the field *f*."""
+    return f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
 def _is_metakits(value: object, method: str) -> bool:

@@ -287,6 +287,27 @@ def test_an_override_that_leaves_fields_out_and_keeps_the_rules_passes(check, ob
     check(obj)
 
 
+@dataclass
+class DropsARequiredField(ZeroCopy):
+    num_prefills: int
+    slot_mapping: list[int]
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy({"slot_mapping", *(skip_fields or ())})
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_an_override_that_leaves_out_a_field_init_requires_is_reported(check):
+    expected = (
+        "DropsARequiredField: the override DropsARequiredField.asdict_zerocopy: obj.asdict_zerocopy()"
+        " has keys ['num_prefills']: it leaves out ['slot_mapping'], which __init__ requires,"
+        " so DropsARequiredField(**d) cannot rebuild the record; leave out only fields with a default"
+    )
+    with pytest.raises(AssertionError) as error:
+        check(DropsARequiredField(1, [0]))
+    assert str(error.value) == expected
+
+
 # --- overrides that break a rule -----------------------------------------------------------
 
 
