@@ -496,3 +496,21 @@ def test_basedpyright_reports_each_bad_line(stub_dir: Path) -> None:
     errors = basedpyright(stub_dir, ["usage.py"], reportDeprecated="error")
     lines = {d["range"]["start"]["line"] for d in errors}
     assert lines == set(range(2, 2 + len(BAD_USAGE))), errors
+
+
+CASES = Path(__file__).parent / "typecheck" / "cases"
+CASE_MODULES = ["engine_base", "engine_models", "vllm_backends", "cycle_b"]
+
+
+def test_basedpyright_finds_no_error_in_the_stubs_of_the_plugin_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mypy plugin's vLLM-shaped case modules, stubbed: cycle_b imports cycle_a, which is stubbed too."""
+    monkeypatch.syspath_prepend(str(CASES))
+    try:
+        for name in [*CASE_MODULES, "cycle_a"]:
+            assert main([name, "-o", str(tmp_path / "stubs")]) == 0
+    finally:
+        for name in [*CASE_MODULES, "cycle_a"]:
+            sys.modules.pop(name, None)
+    assert basedpyright(tmp_path, ["stubs"]) == []
