@@ -1,4 +1,4 @@
-"""mypy plugin: exact types for ``asdict_zerocopy`` and ``astuple_zerocopy``.
+"""mypy plugin: exact types for ``asdict_zerocopy``, ``astuple_zerocopy`` and ``replace``.
 
 Enable it in the mypy configuration::
 
@@ -12,26 +12,34 @@ declared types (inherited fields included, generic parameters substituted;
 ``ClassVar``, ``InitVar`` and ``OMIT`` fields left out), and
 ``astuple_zerocopy()`` as the exact tuple.  A literal ``skip_fields`` removes
 its names, and a name that is not a field is an error; any other
-``skip_fields`` makes every key not-required.
+``skip_fields`` makes every key not-required.  The ``TypedDict`` falls back to
+a class that also derives from ``dict[str, object]`` (the result is a new
+dict), so it may be passed where a ``dict[str, Any]`` is expected while its
+keys stay checked; where the call has an expected ``dict`` type that every
+value fits, it is typed as that.  ``metakit.replace(obj, **changes)`` gets the
+signature mypy gives ``dataclasses.replace``.
 
 It works in two phases, like mypy's own dataclass support:
 
 1. During semantic analysis, a base-class or metaclass hook tags each class
    that ``ZeroCopyFields`` makes with ``info.metadata["metakit"]``: whether
    each name its body annotates is an ``OMIT`` field, read from its
-   ``field(metadata=...)`` call, which only this phase can see.  (The field
-   list itself is mypy's.)  A dataclass that names the metaclass
-   directly, with no ``ZeroCopy`` base, also gets the two methods declared, as
-   ``ZeroCopy`` declares them.
+   ``field(metadata=...)`` call, which only this phase can see, and its
+   run-time ``__qualname__`` for messages.  (The field list itself is
+   mypy's.)  Plain dataclasses are tagged with their ``OMIT`` fields too,
+   for the metakit classes that derive from them.  Each metakit class also
+   gets the fallback class of its ``TypedDict``s.  A dataclass that names the
+   metaclass directly, with no ``ZeroCopy`` base, also gets the two methods
+   declared, as ``ZeroCopy`` declares them.
 2. While type checking, at each call, the field list comes from what mypy's
    dataclass support stored for the class once it was complete
    (``info.metadata["dataclass"]["attributes"]``), with each field's type read
    from its ``Var`` and mapped to the receiver's type arguments.
 
-Both kinds of metadata travel through mypy's cache, so a warm incremental run
-and ``dmypy`` give the same results as a cold run.  A class that mypy could not
-fully analyse keeps the declared types (``Mapping[str, Any]``,
-``tuple[Any, ...]``).  Supports mypy 1.12 and later.
+Both kinds of metadata, and the fallback classes, travel through mypy's
+cache, so a warm incremental run and ``dmypy`` give the same results as a
+cold run.  A class that mypy could not fully analyse keeps the declared
+types (``dict[str, Any]``, ``tuple[Any, ...]``).  Supports mypy 1.12 and later.
 """
 
 from __future__ import annotations
@@ -102,7 +110,7 @@ from mypy.plugin import (
     SemanticAnalyzerPluginInterface,
 )
 from mypy.plugins.common import add_attribute_to_class, add_method_to_class
-from mypy.plugins.dataclasses import dataclass_tag_callback, replace_function_sig_callback
+from mypy.plugins.dataclasses import dataclass_makers, dataclass_tag_callback, replace_function_sig_callback
 from mypy.plugins.default import typed_dict_get_callback, typed_dict_get_signature_callback
 from mypy.server.trigger import make_trigger, make_wildcard_trigger
 from mypy.subtypes import is_subtype
@@ -125,7 +133,6 @@ _BASE: Final = f"{_meta.ZeroCopy.__module__}.{_meta.ZeroCopy.__qualname__}"
 _OMIT: Final = f"{is_omitted.__module__}.OMIT"  # where OMIT is defined
 _FUNCTIONS: Final = {f"{_functions.__name__}.{name}": name for name in (ASDICT, ASTUPLE)}
 _REPLACE: Final = f"{_functions.__name__}.replace"
-_DATACLASS_DECORATORS: Final = frozenset({"dataclasses.dataclass"})
 # The class that each tagged class's TypedDicts fall back to (see
 # ``_add_fallback``): a name that no code can spell.
 _FALLBACK: Final = "__metakit-dict"
@@ -149,7 +156,7 @@ class ZeroCopyPlugin(Plugin):
     def get_class_decorator_hook(self, fullname: str) -> Callable[[ClassDefContext], None] | None:
         # mypy asks the plugins in turn and takes the first hook it gets, so
         # this one also runs the tagging that mypy's dataclass support does.
-        if fullname in _DATACLASS_DECORATORS:
+        if fullname in dataclass_makers:
             return _tag_dataclass
         return None
 
