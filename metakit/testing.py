@@ -35,8 +35,9 @@ from types import ModuleType
 from typing import Any, NamedTuple, NoReturn, cast
 
 import metakit
+from metakit import _functions
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
-from metakit._functions import asdict_zerocopy, astuple_zerocopy, is_generated
+from metakit._functions import is_generated
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
 
@@ -282,9 +283,9 @@ class _Checker:
 
     def run(self) -> None:
         __tracebackhide__ = True
-        for form in self._forms(ASDICT, asdict_zerocopy):
+        for form in self._forms(ASDICT, "asdict"):
             self._check_asdict(form)
-        for form in self._forms(ASTUPLE, astuple_zerocopy):
+        for form in self._forms(ASTUPLE, "astuple"):
             self._check_astuple(form)
         self._check_replace()
 
@@ -301,16 +302,29 @@ class _Checker:
 
     # --- which code to check ------------------------------------------------------
 
-    def _forms(self, method: str, function_form: Callable[..., Any]) -> list[_Form]:
+    def _forms(self, method: str, generated: str) -> list[_Form]:
         """The code to check: the generated code first, then the class's own override.
 
         So when generated code is wrong, the message blames it, not the
-        override built on it.  Of the overrides in the MRO, only the one that
-        ``obj.method`` finds serves the instance; the others are checked with
-        the classes that define them.
+        override built on it.  The generated code is the function form, the
+        class's generated methods (``methods_of(cls).asdict`` for *method*
+        ``asdict_zerocopy``) and, on the instance, the generated method or
+        what an override reaches through ``super()``.  Of the overrides in
+        the MRO, only the one that ``obj.method`` finds serves the instance;
+        the others are checked with the classes that define them.
         """
-        obj = self.obj
-        forms = [_Form(_GENERATED, f"metakit.{method}", lambda *a, **k: function_form(obj, *a, **k), True, True)]
+        obj, cls = self.obj, self.cls
+        # Looked up at each call, as a user's code looks them up.
+        forms = [
+            _Form(_GENERATED, f"metakit.{method}", lambda *a, **k: getattr(metakit, method)(obj, *a, **k), True, True),
+            _Form(
+                _GENERATED,
+                f"methods_of({_name(cls)}).{generated}",
+                lambda *a, **k: getattr(_functions.methods_of(cls), generated)(obj, *a, **k),
+                True,
+                True,
+            ),
+        ]
         owners = [owner for owner in self.cls.__mro__ if method in owner.__dict__]
         overrides = list(itertools.takewhile(lambda owner: not _is_metakits(owner.__dict__[method], method), owners))
         if len(overrides) < len(owners):  # generated code serves the instance, or an override reaches it

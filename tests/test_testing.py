@@ -515,13 +515,35 @@ def test_broken_generated_code_is_blamed_before_the_override(monkeypatch):
         values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
         return {k: v for k, v in values.items() if k != "slot_mapping" and k not in (skip_fields or ())}
 
-    monkeypatch.setattr(metakit.testing, "asdict_zerocopy", drops_slot_mapping)
+    monkeypatch.setattr(metakit, "asdict_zerocopy", drops_slot_mapping)
     obj = DropsItsWrapper(1, [0], object())
     with pytest.raises(AssertionError) as error:
         assert_zerocopy(obj)
     assert str(error.value).startswith(
         "DropsItsWrapper: the generated code: metakit.asdict_zerocopy(obj) has keys ['num_prefills', 'decode_wrapper'],"
         " expected ['num_prefills', 'slot_mapping', 'decode_wrapper']: missing ['slot_mapping']"
+    )
+
+
+def test_broken_generated_methods_of_the_class_are_blamed(monkeypatch):
+    real = metakit._functions.methods_of
+
+    class Reversed:
+        def __init__(self, methods):
+            self.methods = methods
+
+        def asdict(self, obj, skip_fields=None):
+            return dict(reversed(self.methods.asdict(obj, skip_fields).items()))
+
+        def astuple(self, obj):
+            return self.methods.astuple(obj)
+
+    monkeypatch.setattr(metakit._functions, "methods_of", lambda cls: Reversed(real(cls)))
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(Frozen)
+    assert str(error.value) == (
+        "Frozen: the generated code: methods_of(Frozen).asdict(obj) has keys ['num_tokens', 'slot_mapping'],"
+        " expected ['slot_mapping', 'num_tokens']: the order differs"
     )
 
 
@@ -557,7 +579,7 @@ def test_a_generated_method_that_returns_the_same_dict_is_blamed_as_generated(mo
     def one_dict(obj, skip_fields=None):
         return kept.setdefault(skip_fields is None, metakit._functions.asdict_zerocopy(obj, skip_fields))
 
-    monkeypatch.setattr(metakit.testing, "asdict_zerocopy", one_dict)
+    monkeypatch.setattr(metakit, "asdict_zerocopy", one_dict)
     with pytest.raises(
         AssertionError, match=r"^Frozen: the generated code: metakit.asdict_zerocopy\(obj\) returned the same"
     ):
