@@ -1,6 +1,6 @@
 """``metakit.testing`` on records shaped like a real engine's: vLLM's FlashInfer metadata with
 its override, its model-runner inputs and its V1 attention metadata (lists stand in for tensors;
-``tests/torch/test_testing_engine.py`` runs the same checks with tensors)."""
+``tests/torch/test_testing_engine.py`` checks records that hold tensors)."""
 
 from __future__ import annotations
 
