@@ -63,7 +63,8 @@ from mypy.stubgen import ASTStubGenerator, StubSource, parse_source_file
 from mypy.types import AnyType, TypeOfAny
 
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names
-from metakit._meta import ZeroCopyFields, is_ours, resolve
+from metakit._functions import is_generated
+from metakit._meta import ZeroCopy, ZeroCopyFields
 
 __all__ = ["main", "module_stub", "stub_path"]
 
@@ -214,8 +215,9 @@ class _Additions:
             "# A dataclass may redefine an inherited field with another type.",
             "# pyright: reportIncompatibleVariableOverride=false",
         ]
+        identifiers = _identifiers(text)
         for module, names in _OWN_IMPORTS.items():
-            used = [f"{name} as _{name}" for name in names if f"_{name}" in _identifiers(text)]
+            used = [f"{name} as _{name}" for name in names if f"_{name}" in identifiers]
             if used:
                 header.append(f"from {module} import {', '.join(used)}")
         header += [f"import {name}" for name in self.imports if f"import {name}" not in lines]
@@ -741,6 +743,9 @@ def _is_zerocopy_dataclass(cls: type) -> bool:
 
 
 def _generated(cls: type, name: str) -> bool:
-    """Whether *cls*'s method *name* is metakit's, not one a user wrote."""
-    owner, value = resolve(cls, name)
-    return owner is not None and is_ours(value)
+    """Whether *cls*'s method *name* is metakit's (generated, or ``ZeroCopy``'s), not one a user wrote."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return is_generated(value) or value is vars(ZeroCopy).get(name)
+    return False
