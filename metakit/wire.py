@@ -31,9 +31,11 @@ The tensors under 1 MiB share one buffer, each at a 64-byte aligned offset;
 a larger one is a buffer of its own, sent straight from the tensor's memory
 (``pack`` returns a ``memoryview`` of it, not a copy).  A dense tensor keeps
 its strides; one with gaps or overlaps (a slice with a step, an ``expand``)
-arrives contiguous.  The same tensor object twice arrives as one object, but
-two different views of one storage arrive as two tensors with memory of
-their own.
+arrives contiguous.  The same tensor object twice arrives as one object.  A
+tensor whose memory lies within that of a dense tensor sent before it (a
+slice of a parent's ``slot_mapping``) arrives as a view of that tensor's
+memory, with its own strides, and costs no bytes; other tensors arrive with
+memory of their own.
 
 Only the record's class is looked up by name, and only among the live
 classes made by ``ZeroCopyFields`` (``metakit.zerocopy_classes()``).  The
@@ -316,6 +318,7 @@ class _Packer(pickle.Pickler):
         self.pools: list[list[Placement]] = [[], []] if lanes else [[]]
         self.pool_nbytes = [0, 0] if lanes else [0]
         self.own: list[tuple[torch.Tensor, int]] = []
+        self.regions: dict[tuple[str, int, int], list[_Region]] = {}
 
     def dumps(self, value: object) -> bytes:
         self.dump(value)
@@ -333,21 +336,62 @@ class _Packer(pickle.Pickler):
         lane = self.lanes.get(device, 0) if self.lanes else 0
         shape = tuple(tensor.shape)
         strides = tuple(tensor.stride())
-        nbytes = tensor.numel() * tensor.element_size()
+        itemsize = tensor.element_size()
+        nbytes = tensor.numel() * itemsize
+        address = tensor.data_ptr()
+        storage = (device, tensor.get_device(), address - int(tensor.storage_offset()) * itemsize)
+        exact = not tensor.is_conj() and not tensor.is_neg()
+        if nbytes and exact and storage in self.regions:
+            inside = self._inside(self.regions[storage], address, _extent(shape, strides, itemsize), itemsize)
+            if inside is not None:
+                buffer, offset = inside
+                return _DTYPE_NAMES[tensor.dtype], shape, strides, buffer, offset, tensor.requires_grad, device
         dense = tensor.is_contiguous() or _is_dense(shape, strides)
+        buffer, offset = self._next_place(lane, nbytes)
         if not dense:
             strides = _contiguous_strides(shape)
+        elif exact and nbytes:
+            # Its bytes travel as they lie in memory: a later view of them can point into them.
+            self.regions.setdefault(storage, []).append(_Region(address, nbytes, buffer, offset))
         if nbytes >= OWN_BUFFER:
-            span = _span(tensor) if dense else _span(_plain(tensor).contiguous())
-            buffer, offset = len(self.pools) + len(self.own), 0
-            self.own.append((span, lane))
+            self.own.append((_span(tensor) if dense else _span(_plain(tensor).contiguous()), lane))
         else:
-            buffer = lane
-            offset = -(-self.pool_nbytes[lane] // ALIGN) * ALIGN
-            raw = dense and device == "cpu" and not tensor.is_conj() and not tensor.is_neg()
-            self.pools[lane].append(Placement(tensor, offset, nbytes, strides, raw))
+            self.pools[lane].append(Placement(tensor, offset, nbytes, strides, dense and device == "cpu" and exact))
             self.pool_nbytes[lane] = -(-(offset + nbytes) // ALIGN) * ALIGN
         return _DTYPE_NAMES[tensor.dtype], shape, strides, buffer, offset, tensor.requires_grad, device
+
+    def _next_place(self, lane: int, nbytes: int) -> tuple[int, int]:
+        """The buffer and offset of the next tensor of *nbytes* in *lane* that travels on its own."""
+        if nbytes >= OWN_BUFFER:
+            return len(self.pools) + len(self.own), 0
+        return lane, -(-self.pool_nbytes[lane] // ALIGN) * ALIGN
+
+    @staticmethod
+    def _inside(regions: list[_Region], address: int, extent: int, itemsize: int) -> tuple[int, int] | None:
+        """The buffer and offset of a tensor whose memory lies in one of *regions*, already on the wire."""
+        for region in regions:
+            offset = region.offset + address - region.address
+            if (
+                region.address <= address
+                and address + extent <= region.address + region.nbytes
+                and not offset % itemsize
+            ):
+                return region.buffer, offset
+        return None
+
+
+class _Region(NamedTuple):
+    """Memory whose bytes travel as they lie: a view of it travels as a view of them."""
+
+    address: int
+    nbytes: int
+    buffer: int
+    offset: int
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
+    """How many bytes from its first element a non-empty tensor reaches."""
+    return (sum((size - 1) * stride for size, stride in zip(shape, strides, strict=True)) + 1) * itemsize
 
 
 def _refuse(tensor: torch.Tensor) -> NoReturn:

@@ -209,9 +209,39 @@ def test_cpu_twins_and_views_arrive_with_their_values() -> None:
     got = _roundtrip(record)
     for name in ("query_start_loc", "query_start_loc_cpu", "slot_mapping", "decode_slot_mapping"):
         _assert_equal_tensors(getattr(got, name), getattr(record, name))
-    # Documented: views of one storage arrive with memory of their own.
-    got.slot_mapping[4] = -1
-    assert got.decode_slot_mapping[0] == 14
+    assert got.query_start_loc.data_ptr() != got.query_start_loc_cpu.data_ptr(), "a clone is not a view"
+
+
+def test_a_view_of_a_tensor_sent_before_it_arrives_as_a_view() -> None:
+    parent = torch.arange(24, dtype=torch.int64)
+    views = {
+        "tail": parent[4:],
+        "every_other": parent[1::2],
+        "matrix_transposed": parent.view(4, 6).t(),
+        "as_int32": parent[2:6].view(torch.int32),
+        "expanded": parent[:3].expand(2, 3),
+    }
+    got = _roundtrip(Bag({"parent": parent, **views}))
+    for name, view in views.items():
+        _assert_equal_tensors(got.values[name], view)
+        assert got.values[name].stride() == view.stride(), name
+    got.values["parent"][5] = -1
+    assert got.values["tail"][1] == -1, "the view shares the parent's memory on the receiver too"
+    assert got.values["every_other"][2] == -1
+
+
+def test_a_view_sent_before_its_parent_arrives_in_memory_of_its_own() -> None:
+    parent = torch.arange(10)
+    got = _roundtrip(Bag({"tail": parent[4:], "parent": parent}))
+    _assert_equal_tensors(got.values["tail"], parent[4:])
+    got.values["parent"][5] = -1
+    assert got.values["tail"][1] == 5
+
+
+def test_views_of_a_large_tensor_point_into_its_own_buffer() -> None:
+    parent = torch.arange(1 << 18)
+    _, buffers = wire.pack(Bag({"parent": parent, "head": parent[:8]}))
+    assert [buffer.nbytes for buffer in buffers] == [0, parent.nbytes], "the view costs no bytes"
 
 
 def test_same_tensor_twice_arrives_as_one_object() -> None:
