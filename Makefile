@@ -77,6 +77,12 @@ test: venv  ## every test but tests/gpu/, on Python 3.11 with torch
 	$(PY) -c "import torch"  # the torch tests must run, not be skipped
 	$(PYTEST) --ignore=tests/gpu $(ARGS)
 
+test-torch-%:  ## e.g. test-torch-2.14.1: every test on that torch, in .venv-torch-2.14.1 (a CUDA build: several GB)
+	$(call step,tests on Python $(PYTHON_VERSION) with torch $*)
+	@METAKIT_TORCH=$* .ci/venv.sh .venv-torch-$* $(PYTHON_VERSION) torch,bench dev
+	.venv-torch-$*/bin/python -c "import torch; assert torch.__version__.split('+')[0] == '$*', torch.__version__"
+	METAKIT_NO_SKIPS=1 .venv-torch-$*/bin/python -m pytest --ignore=tests/gpu $(ARGS)
+
 test-gpu: venv  ## tests/gpu/: on a machine with a CUDA device (not part of make check)
 	$(call step,tests on the CUDA device)
 	$(PY) -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'"

@@ -10,7 +10,8 @@
 # optional dependencies) and GROUPS (its PEP 735 dependency groups), under the
 # pins of .ci/constraints.txt.  The install is redone, in place, only when
 # pyproject.toml, the constraints or the arguments change; an environment
-# made by an older layout is upgraded the same way.  Prints nothing when
+# made by an older layout is upgraded the same way.  METAKIT_TORCH=2.14.1
+# pins that torch instead of CI's (`make test-torch-2.14.1`).  Prints nothing when
 # there is nothing to do.  Sourced (`source .ci/venv.sh`), it only defines
 # find_python and ensure_venv.
 
@@ -35,9 +36,14 @@ find_python() {
 # ensure_venv DIR VERSION EXTRAS GROUPS: see the top of this file.
 ensure_venv() {
     local dir=$1 version=$2 extras=${3:-} groups=${4:-}
-    local stamp="$dir/.metakit-installed" want python spec group
+    local stamp="$dir/.metakit-installed" want python spec group constraints=.ci/constraints.txt
     local -a group_args=()
-    want="$(cat pyproject.toml .ci/constraints.txt | sha256sum | cut -d' ' -f1) extras=$extras groups=$groups"
+    if [ -n "${METAKIT_TORCH:-}" ]; then  # another torch than CI's: the same pins, that torch's version
+        mkdir -p "$dir"
+        constraints="$dir/constraints.txt"
+        sed "s/^torch==.*/torch==$METAKIT_TORCH/" .ci/constraints.txt >"$constraints"
+    fi
+    want="$(cat pyproject.toml "$constraints" | sha256sum | cut -d' ' -f1) extras=$extras groups=$groups"
     if [ -x "$dir/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
         return 0
     fi
@@ -55,7 +61,7 @@ ensure_venv() {
     rm -f "$dir"/.metakit-installed*  # this stamp, and those of the older layout
     # --group needs pip 25.1 or later.
     "$dir/bin/python" -m pip install --quiet --upgrade "pip>=25.1" || return 1
-    "$dir/bin/python" -m pip install --quiet -c .ci/constraints.txt -e "$spec" ${group_args[@]+"${group_args[@]}"} || return 1
+    "$dir/bin/python" -m pip install --quiet -c "$constraints" -e "$spec" ${group_args[@]+"${group_args[@]}"} || return 1
     echo "$want" >"$stamp"
 }
 
