@@ -111,7 +111,11 @@ from mypy.plugin import (
 )
 from mypy.plugins.common import add_attribute_to_class, add_method_to_class
 from mypy.plugins.dataclasses import dataclass_makers, dataclass_tag_callback, replace_function_sig_callback
-from mypy.plugins.default import typed_dict_get_callback, typed_dict_get_signature_callback
+from mypy.plugins.default import (
+    typed_dict_get_callback,
+    typed_dict_get_signature_callback,
+    typed_dict_update_signature_callback,
+)
 from mypy.server.trigger import make_trigger, make_wildcard_trigger
 from mypy.subtypes import is_subtype
 from mypy.typeops import make_simplified_union
@@ -175,8 +179,9 @@ class ZeroCopyPlugin(Plugin):
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
-        if fullname.endswith(_FALLBACK_GET):
-            return typed_dict_get_signature_callback
+        owner, _, method = fullname.rpartition(".")
+        if owner.endswith(f".{_FALLBACK}"):
+            return _FALLBACK_SIGNATURES.get(method)
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
@@ -187,7 +192,7 @@ class ZeroCopyPlugin(Plugin):
             return _asdict_method
         if method == ASTUPLE:
             return _astuple_method
-        if fullname.endswith(_FALLBACK_GET):
+        if fullname.endswith(f".{_FALLBACK}.get"):
             return typed_dict_get_callback
         return None
 
@@ -207,7 +212,49 @@ class ZeroCopyPlugin(Plugin):
         return None
 
 
-_FALLBACK_GET: Final = f".{_FALLBACK}.get"
+# What a TypedDict gets from mypy for the methods of its fallback that
+# mypy types key by key: the fallback class declares them itself (see
+# ``_add_fallback``), and the plugin hands them on.  ``get`` would otherwise
+# be ``dict.get``, which comes before ``Mapping.get`` in the MRO.
+_FALLBACK_METHODS: Final = {
+    "get": "typing.Mapping",
+    "update": "typing._TypedDict",
+    "__or__": "typing._TypedDict",
+    "__ror__": "typing._TypedDict",
+    "__ior__": "typing._TypedDict",
+}
+
+
+def _anonymous_signature(
+    callback: Callable[[MethodSigContext], FunctionLike],
+) -> Callable[[MethodSigContext], FunctionLike]:
+    """*callback*, given the TypedDicts with mypy's own fallback, as some mypy versions need."""
+
+    def hook(ctx: MethodSigContext) -> FunctionLike:
+        signature = ctx.default_signature
+        arg_types = [_anonymous(ctx.api, typ) for typ in signature.arg_types]
+        receiver = get_proper_type(_anonymous(ctx.api, ctx.type))
+        return callback(ctx._replace(type=receiver, default_signature=signature.copy_modified(arg_types=arg_types)))
+
+    return hook
+
+
+def _anonymous(api: CheckerPluginInterface, typ: Type) -> Type:
+    """*typ*, with mypy's own fallback if it is one of the plugin's TypedDicts."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, TypedDictType) and proper.fallback.type.fullname.endswith(f".{_FALLBACK}"):
+        return proper.copy_modified(fallback=api.named_generic_type("typing._TypedDict", []))
+    return typ
+
+
+_UPDATE_SIGNATURE: Final = _anonymous_signature(typed_dict_update_signature_callback)
+_FALLBACK_SIGNATURES: Final = {
+    "get": _anonymous_signature(typed_dict_get_signature_callback),
+    "update": _UPDATE_SIGNATURE,
+    "__or__": _UPDATE_SIGNATURE,
+    "__ror__": _UPDATE_SIGNATURE,
+    "__ior__": _UPDATE_SIGNATURE,
+}
 
 
 # --- phase 1: semantic analysis ----------------------------------------------
@@ -309,11 +356,12 @@ def _add_fallback(api: SemanticAnalyzerPluginInterface, info: TypeInfo, qualname
         calculate_mro(fallback)
     except MroError:  # not with this typeshed: keep mypy's own fallback
         return
-    # ``dict`` comes before ``Mapping`` in the MRO, so ``get`` would be
-    # ``dict.get``: keep ``Mapping.get``, which mypy types key by key.
-    mapping = api.lookup_fully_qualified_or_none("typing.Mapping")
-    if mapping is not None and isinstance(mapping.node, TypeInfo) and "get" in mapping.node.names:
-        fallback.names["get"] = SymbolTableNode(MDEF, mapping.node.names["get"].node)
+    # The methods that mypy types key by key, under this class's name, so
+    # that the plugin's hooks see them (see ``_FALLBACK_METHODS``).
+    for name, owner in _FALLBACK_METHODS.items():
+        sym = api.lookup_fully_qualified_or_none(owner)
+        if sym is not None and isinstance(sym.node, TypeInfo) and name in sym.node.names:
+            fallback.names[name] = SymbolTableNode(MDEF, sym.node.names[name].node)
     # mypy makes a TypedDict anonymous again (in joins, say) through this.
     fallback.typeddict_type = TypedDictType({}, set(), set(), typed_dict)
     info.names[_FALLBACK] = SymbolTableNode(MDEF, fallback, plugin_generated=True)

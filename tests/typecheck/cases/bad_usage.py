@@ -105,3 +105,9 @@ class Runner:
             a: int
 
         metakit.asdict_zerocopy(Local)  # E: the message says Runner.step.<locals>.Local
+
+
+def typed_dict_methods_stay_checked(meta: PagedMetadata) -> None:
+    d = meta.asdict_zerocopy()
+    d.update({"num_prefils": 2})  # E: no such key
+    d.update({"num_prefills": "2"})  # E: a str for an int

@@ -118,3 +118,15 @@ def plain_dataclass_base(sampling: SamplingMetadata) -> None:
     # handle is OMIT in a plain dataclass base; extra, seeds, merged and copied are OMIT;
     # kept and unmarked are not.
     assert_type(sampling.astuple_zerocopy(), tuple[float, Optional[Tensor], object, object])
+
+
+def typed_dict_methods(meta: PagedMetadata) -> None:
+    # The TypedDict methods keep mypy's key-by-key types on the plugin's result.
+    d = meta.asdict_zerocopy()
+    assert_type(d.get("block_tables"), Optional[Tensor])
+    assert_type(d.get("max_decode_seq_len", 0), int)
+    d.update({"num_prefills": 2, "use_cuda_graph": False})
+    merged = d | {"num_prefills": 3}
+    assert_type(merged["num_prefills"], int)
+    d |= {"use_cuda_graph": True}
+    assert_type(d.setdefault("num_prefills", 1), int)
