@@ -8,7 +8,6 @@ reads its output.
 from __future__ import annotations
 
 import dataclasses
-import importlib.machinery
 import json
 import subprocess
 import sys
@@ -302,11 +301,7 @@ def test_distributed_delegates_to_the_broadcast_benchmark(monkeypatch: pytest.Mo
         calls.append((quick, json_path))
         return 7
 
-    name = "metakit.bench.broadcast"
-    module = types.ModuleType(name)
-    module.__spec__ = importlib.machinery.ModuleSpec(name, None)
-    module.main = main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setitem(sys.modules, "metakit.bench.broadcast", types.SimpleNamespace(main=main))
     monkeypatch.setattr(report, "installed", lambda name: "1.0")  # torch and numpy, as far as the check sees
     assert bench.main(["--distributed", "--quick", "--json", "out.json"]) == 7
     assert bench.main(["--distributed"]) == 7

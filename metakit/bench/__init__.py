@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 import time
 from collections.abc import Sequence
@@ -89,16 +88,9 @@ from metakit.bench.targets import print_targets
 from metakit.bench.targets import targets as measure_targets
 from metakit.bench.timing import FULL, QUICK, Broken, Progress
 
-# Temporary: the broadcast benchmark imports these two names from here until
-# it moves to metakit.bench.broadcast and imports metakit.bench.report itself.
-_versions = report.versions
-_write_json = report.write_json
-
-
 def _broadcast_benchmark() -> ModuleType:
-    """The broadcast benchmark's module; it needs torch, so it is imported only when asked for."""
-    name = "metakit.bench.broadcast" if importlib.util.find_spec("metakit.bench.broadcast") else "metakit._distbench"
-    return importlib.import_module(name)
+    """The broadcast benchmark's module, ``metakit.bench.broadcast``: it imports torch, so only when asked for."""
+    return importlib.import_module("metakit.bench.broadcast")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
