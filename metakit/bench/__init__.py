@@ -88,6 +88,7 @@ from metakit.bench.targets import print_targets
 from metakit.bench.targets import targets as measure_targets
 from metakit.bench.timing import FULL, QUICK, Broken, Progress
 
+
 def _broadcast_benchmark() -> ModuleType:
     """The broadcast benchmark's module, ``metakit.bench.broadcast``: it imports torch, so only when asked for."""
     return importlib.import_module("metakit.bench.broadcast")
