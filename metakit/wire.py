@@ -304,6 +304,11 @@ def _tensor(*spec: object) -> torch.Tensor:
     raise WireError("a metakit header can only be read by metakit.wire.unpack")
 
 
+def _record(*body: object) -> object:
+    """Stands for a record inside a field value in a header's pickle; ``unpack`` rebuilds it."""
+    raise WireError("a metakit header can only be read by metakit.wire.unpack")
+
+
 class _Packer(pickle.Pickler):
     """Pickles the values with each tensor replaced by its spec, and lays out the buffers.
 
@@ -325,9 +330,14 @@ class _Packer(pickle.Pickler):
         return self._file.getvalue()
 
     def reducer_override(self, obj: object) -> Any:
-        if not isinstance(obj, torch.Tensor):
-            return NotImplemented
-        return _tensor, self._place(obj)
+        if isinstance(obj, torch.Tensor):
+            return _tensor, self._place(obj)
+        if isinstance(type(obj), ZeroCopyFields) and is_dataclass(obj) and not isinstance(obj, type):
+            # A record inside a field value (a model input's attention metadata)
+            # travels by the same rules as the record itself.
+            _, body = travelling(obj, None, "a record inside a field value")
+            return _record, tuple(body)
+        return NotImplemented
 
     def _place(self, tensor: torch.Tensor) -> tuple[object, ...]:
         device = tensor.device.type
@@ -591,8 +601,8 @@ class _Unpacker(pickle.Unpickler):
         self.tensors = _TensorMaker(buffers)
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
-        if global_name == "_tensor" and module_name == __name__:
-            return self.tensors.make
+        if module_name == __name__ and global_name in {"_tensor", "_record"}:
+            return self.tensors.make if global_name == "_tensor" else _rebuild_nested
         if module_name not in sys.modules:
             raise WireError(
                 f"a field value refers to {module_name}.{global_name}, but {module_name} is not imported "
@@ -649,6 +659,10 @@ def local_device(kind: str) -> torch.device:
     if current is None or not getattr(module, "is_available", lambda: False)():
         raise WireError(f"a tensor on a {kind} device arrived, but this process has no {kind} device")
     return torch.device(kind, current())
+
+
+def _rebuild_nested(*body: Any) -> object:
+    return _rebuild(_Body._make(body))
 
 
 def _rebuild(body: _Body) -> object:

@@ -709,6 +709,21 @@ def override_keeps_unpicklable_wrappers_off_the_wire(rank: int, world: int) -> N
         assert (got.prefill_wrapper, got.decode_wrapper) == (None, None)
 
 
+def a_record_inside_a_field_travels_by_its_own_rules(rank: int, world: int) -> None:
+    wrappers = (KernelWrapper(), KernelWrapper()) if rank == _SRC else (None, None)
+    inner = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2]), *wrappers)
+    record = Bag({"attn_metadata": inner}, items=[inner])
+    got = broadcast_metadata(record if rank == _SRC else None)
+    assert isinstance(got, Bag)
+    if rank != _SRC:
+        arrived = got.values["attn_metadata"]
+        assert got.items is not None
+        assert arrived is got.items[0]
+        assert type(arrived) is WrapperMetadata
+        assert arrived.decode_wrapper is None
+        _assert_same_value(arrived.paged_kv_indptr, inner.paged_kv_indptr, "paged_kv_indptr")
+
+
 def getstate_drops_the_callback_and_receivers_get_the_default(rank: int, world: int) -> None:
     def callback() -> None:
         pass
@@ -851,6 +866,7 @@ _CASES: list[Callable[[int, int], None]] = [
     tensors_keep_requires_grad_and_lose_lazy_conjugation,
     a_subgroup_with_its_own_source,
     override_keeps_unpicklable_wrappers_off_the_wire,
+    a_record_inside_a_field_travels_by_its_own_rules,
     getstate_drops_the_callback_and_receivers_get_the_default,
     skip_fields_per_call,
     small_record_costs_one_collective,

@@ -190,6 +190,33 @@ def test_custom_getstate_decides_what_travels() -> None:
     _assert_equal_tensors(got.input_tokens, record.input_tokens)
 
 
+@dataclass
+class ModelInputWithAttention(ZeroCopy):
+    """A model input that holds its attention metadata as a field, as vLLM's GPU model input does."""
+
+    input_tokens: torch.Tensor
+    attn_metadata: WrapperMetadata | None = None
+    step_inputs: list[WrapperMetadata] = field(default_factory=list)
+
+
+def test_a_record_inside_a_field_travels_by_its_own_rules() -> None:
+    inner = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2]), 32, KernelWrapper(), KernelWrapper())
+    record = ModelInputWithAttention(torch.arange(5), inner, [inner, inner])
+    got = _roundtrip(record)
+    assert type(got.attn_metadata) is WrapperMetadata
+    assert (got.attn_metadata.prefill_wrapper, got.attn_metadata.decode_wrapper) == (None, None)
+    assert got.attn_metadata.page_size == 32
+    _assert_equal_tensors(got.attn_metadata.paged_kv_indptr, inner.paged_kv_indptr)
+    assert got.step_inputs[0] is got.step_inputs[1] is got.attn_metadata, "one record object stays one"
+
+
+def test_a_record_inside_a_field_that_cannot_travel_names_the_outer_field() -> None:
+    inner = WrapperMetadata(1, torch.arange(2), prefill_wrapper=KernelWrapper())
+    inner.page_size = threading.Lock()  # type: ignore[assignment]  # travels, and cannot be pickled
+    with pytest.raises(TypeError, match=r"field 'values' of Bag cannot be sent: TypeError: cannot pickle"):
+        wire.pack(Bag({"inner": inner}))
+
+
 def test_post_init_and_defaults_run_on_the_receiver() -> None:
     record = Derived([1, 2, 3], "sent", omitted="left behind")
     record.total = 99  # init=False fields travel and are set after __init__
