@@ -25,7 +25,8 @@ What travels is what the record says should: the fields that its own
 less the names in ``skip_fields``, with the values that a custom
 ``__getstate__`` gives where the class defines one.  A field that does not
 travel gets its default, or what ``__post_init__`` makes, on the receiver,
-which rebuilds the record through its class's ``__init__``.
+which rebuilds the record through its class's ``__init__``.  A record inside
+a field value (a model input's attention metadata) travels by the same rules.
 
 The tensors under 1 MiB share one buffer, each at a 64-byte aligned offset;
 a larger one is a buffer of its own, sent straight from the tensor's memory
