@@ -106,16 +106,26 @@ def test_dmypy_gives_identical_output(cold_run: str, tmp_path: Path) -> None:
 
 
 # --- a change to a base class in another module reaches its users ----------
-# Three modules, base <- middle <- user, named with a suffix so that runs that
-# share the module-wide cache (for the standard library) start cold on them.
+# Four modules, plain <- base <- middle <- user (plain is a dataclass that
+# ZeroCopyFields did not make), named with a suffix so that runs that share
+# the module-wide cache (for the standard library) start cold on them.
 
 _SCENARIO = {
+    "plain": """\
+from dataclasses import dataclass, field
+from metakit import OMIT
+
+@dataclass
+class Plain:
+    p: object = field(metadata={"doc": "plain"})
+""",
     "base": """\
 from dataclasses import dataclass, field
 from metakit import OMIT, ZeroCopy
+from plain{suffix} import Plain
 
 @dataclass
-class Base(ZeroCopy):
+class Base(Plain, ZeroCopy):
     a: int
     wrapper: object = field(default=None, metadata={"doc": "kept"})
 """,
@@ -133,21 +143,24 @@ from middle{suffix} import Middle
 
 def method(meta: Middle) -> None:
     wrapper: object = meta.asdict_zerocopy()["wrapper"]
+    p: object = meta.asdict_zerocopy()["p"]
 
 def function(meta: Middle) -> None:
-    a: int = metakit.astuple_zerocopy(meta)[0]
+    a: int = metakit.astuple_zerocopy(meta)[1]
 """,
 }
-_EDITS = {
-    "omit": ('metadata={"doc": "kept"}', "metadata=OMIT"),  # changes metadata only
-    "retype": ("a: int", "a: bytes"),
+_EDITS = {  # the module each edit changes, and how
+    "omit": ("base", 'metadata={"doc": "kept"}', "metadata=OMIT"),  # changes metadata only
+    "retype": ("base", "a: int", "a: bytes"),
+    "plain_omit": ("plain", 'metadata={"doc": "plain"}', "metadata=OMIT"),  # in a plain dataclass
 }
 
 
 def write_scenario(directory: Path, suffix: str, edit: str | None = None) -> list[Path]:
     files = []
     for name, template in _SCENARIO.items():
-        text = template.replace(*_EDITS[edit]) if edit is not None and name == "base" else template
+        edited = edit is not None and _EDITS[edit][0] == name
+        text = template.replace(*_EDITS[edit][1:]) if edit is not None and edited else template
         path = directory / f"{name}{suffix}.py"
         path.write_text(text.replace("{suffix}", suffix))
         files.append(path)
