@@ -244,6 +244,8 @@ def test_ctrl_c_exits_with_status_130_and_no_traceback():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell starts background jobs with SIGINT ignored, and Python then keeps ignoring it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509  # no threads here
     )
     assert process.stderr is not None
     # Wait until it is measuring, then interrupt it as a terminal's Ctrl-C would.
