@@ -49,9 +49,11 @@ bench: venv  ## the demo and the full benchmark (about 1.5 minutes)
 $(OTHER_VERSIONS:%=bench-%): bench-%: venv-%
 	.venv-$*/bin/python -m metakit bench $(ARGS)
 
-bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.13 into .ci/bench.json, .ci/bench.png and .ci/bench-3.X.txt
-	$(PY) -m metakit bench --json .ci/bench.json --plot .ci/bench.png | tee .ci/bench-$(PYTHON_VERSION).txt
-	for version in $(OTHER_VERSIONS); do .venv-$$version/bin/python -m metakit bench | tee .ci/bench-$$version.txt; done
+bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.13 into .ci/bench-3.X.{txt,json} and .ci/bench.png
+	$(PY) -m metakit bench --json .ci/bench-$(PYTHON_VERSION).json --plot .ci/bench.png | tee .ci/bench-$(PYTHON_VERSION).txt
+	for version in $(OTHER_VERSIONS); do \
+		.venv-$$version/bin/python -m metakit bench --json .ci/bench-$$version.json | tee .ci/bench-$$version.txt; \
+	done
 
 bench-quick: venv  ## bench --quick and bench --quick --distributed: a missed target is printed, not a failure
 	$(call step,benchmark: bench --quick; then the broadcast benchmark)
