@@ -324,34 +324,30 @@ def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None) -> None
         if obj is None:
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
         outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()")
+        # A tensor on another device than its lane's is copied there (a GPU tensor over gloo alone).
         own = [
-            span if span.device == route.lane_devices[lane] else span.to(route.lane_devices[lane])
-            for span, lane in zip(outgoing.own, _own_lanes(outgoing.header, len(outgoing.pools)), strict=True)
+            (span if span.device == route.lane_devices[lane] else span.to(route.lane_devices[lane]), lane)
+            for span, lane in outgoing.own
         ]
     except Exception as error:
         for work in _send_message(route, _SOURCE_FAILED, f"{type(error).__name__}: {error}".encode(), 0, ()):
             work.wait()
         raise
-    header = outgoing.header
-    works = _send_message(route, _OK, header, outgoing.pool_nbytes[0], outgoing.pools[0])
+    works = _send_message(route, _OK, outgoing.header, outgoing.pool_nbytes[0], outgoing.pools[0])
     group_src = route.rank
     if len(outgoing.pools) > 1 and outgoing.pool_nbytes[1]:
         device_pool = torch.empty(outgoing.pool_nbytes[1], dtype=torch.uint8, device=route.lane_devices[1])
         fill(device_pool, outgoing.pools[1])
         works.append(dist.broadcast(device_pool, group=route.group, group_src=group_src, async_op=True))
-    lanes = _own_lanes(header, len(outgoing.pools))
-    for span, lane in zip(own, lanes, strict=True):
+    for span, lane in own:
         group = route.lane_groups[lane]
         works.append(dist.broadcast(span, group=group, group_src=_src_in(route, lane, group_src), async_op=True))
     for work in works:
         work.wait()
 
 
-def _own_lanes(header: bytes, pool_count: int) -> list[int]:
-    return [spec.lane for spec in buffer_table(header)[pool_count:]]
-
-
 def _src_in(route: _Route, lane: int, group_src: int) -> int:
+    """The rank in *lane*'s group of the rank *group_src* of the group."""
     return route.header_src[group_src] if lane == 0 else group_src
 
 

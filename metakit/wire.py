@@ -248,6 +248,14 @@ class Placement(NamedTuple):
     """Whether its bytes can be moved as they lie in memory (a dense CPU tensor with no lazy bits)."""
 
 
+class OwnBuffer(NamedTuple):
+    """A large tensor that travels as a buffer of its own."""
+
+    span: torch.Tensor
+    """Its bytes, as a flat ``uint8`` tensor: a view of its memory where it is dense."""
+    lane: int
+
+
 class Outgoing(NamedTuple):
     """A packed record before its buffers are filled: ``pack`` fills them one way, a broadcast another."""
 
@@ -255,8 +263,8 @@ class Outgoing(NamedTuple):
     pools: list[list[Placement]]
     """The tensors that share a buffer, per lane: buffer *i* is lane *i*'s."""
     pool_nbytes: list[int]
-    own: list[torch.Tensor]
-    """The large tensors' bytes as flat ``uint8`` tensors: buffers ``len(pools)`` on."""
+    own: list[OwnBuffer]
+    """The large tensors: buffers ``len(pools)`` on."""
 
 
 def pack_outgoing(obj: object, skip_fields: Iterable[str] | None, lanes: Mapping[str, int], caller: str) -> Outgoing:
@@ -271,11 +279,9 @@ def pack_outgoing(obj: object, skip_fields: Iterable[str] | None, lanes: Mapping
         blob = packer.dumps(tuple(body))
     except Exception as error:
         raise _field_error(cls, body, lanes, error) from error
-    own_lanes = [lane for _, lane in packer.own]
     table = [BufferSpec(nbytes, lane) for lane, nbytes in enumerate(packer.pool_nbytes)]
-    table += [BufferSpec(span.numel(), lane) for (span, _), lane in zip(packer.own, own_lanes, strict=True)]
-    header = _table_bytes(table) + blob
-    return Outgoing(header, packer.pools, packer.pool_nbytes, [span for span, _ in packer.own])
+    table += [BufferSpec(own.span.numel(), own.lane) for own in packer.own]
+    return Outgoing(_table_bytes(table) + blob, packer.pools, packer.pool_nbytes, packer.own)
 
 
 def _field_error(cls: type, body: _Body, lanes: Mapping[str, int], error: Exception) -> TypeError:
@@ -323,7 +329,7 @@ class _Packer(pickle.Pickler):
         self.lanes = lanes
         self.pools: list[list[Placement]] = [[], []] if lanes else [[]]
         self.pool_nbytes = [0, 0] if lanes else [0]
-        self.own: list[tuple[torch.Tensor, int]] = []
+        self.own: list[OwnBuffer] = []
         self.regions: dict[tuple[str, int, int], list[_Region]] = {}
 
     def dumps(self, value: object) -> bytes:
@@ -365,7 +371,7 @@ class _Packer(pickle.Pickler):
             # Its bytes travel as they lie in memory: a later view of them can point into them.
             self.regions.setdefault(storage, []).append(_Region(address, nbytes, buffer, offset))
         if nbytes >= OWN_BUFFER:
-            self.own.append((_span(tensor) if dense else _span(_plain(tensor).contiguous()), lane))
+            self.own.append(OwnBuffer(_span(tensor) if dense else _span(_plain(tensor).contiguous()), lane))
         else:
             self.pools[lane].append(Placement(tensor, offset, nbytes, strides, dense and device == "cpu" and exact))
             self.pool_nbytes[lane] = -(-(offset + nbytes) // ALIGN) * ALIGN
@@ -499,7 +505,7 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None) -> Packed:
     shared = bytearray(nbytes)
     if nbytes:
         fill(torch.frombuffer(shared, dtype=torch.uint8), placements)
-    own = [_memoryview(span if span.device.type == "cpu" else span.cpu()) for span in outgoing.own]
+    own = [_memoryview(own.span if own.span.device.type == "cpu" else own.span.cpu()) for own in outgoing.own]
     return Packed(outgoing.header, [memoryview(shared), *own])
 
 
