@@ -186,7 +186,6 @@ class _Route:
     """
 
     def __init__(self, group: dist.ProcessGroup, cpu_group: dist.ProcessGroup | None) -> None:
-        self.group = group
         self.rank = dist.get_rank(group)
         if self.rank < 0:
             raise ValueError(f"broadcast_metadata(): rank {dist.get_rank()} is not a member of the group")
@@ -204,15 +203,17 @@ class _Route:
                     f"broadcast_metadata(): cpu_group has the ranks {cpu_ranks} and group {self.ranks}: "
                     "they must be the same"
                 )
-            self.header_group = cpu_group
+            header_group = cpu_group
             self.header_src = tuple(dist.get_group_rank(cpu_group, rank) for rank in self.ranks)
         else:
-            self.header_group = group
+            header_group = group
             self.header_src = tuple(range(self.size))
         cpu_header = cpu_group is not None or "cpu" in devices
         self.header_device = torch.device("cpu") if cpu_header else local_device("cuda")
         self.lanes = {"cuda": 1} if cpu_header and "cuda" in devices else {}
-        self.lane_groups = (self.header_group, group)
+        # Weak: the groups are the keys this route is cached under, and the
+        # caller passes them in every call, so they are alive while it runs.
+        self._lane_groups = (weakref.ref(header_group), weakref.ref(group))
         self.lane_devices = (self.header_device, local_device("cuda") if self.lanes else self.header_device)
         self.frame_nbytes = _FIRST_FRAME
         self.recent: collections.deque[int] = collections.deque(maxlen=_FRAME_MEMORY)
@@ -225,6 +226,11 @@ class _Route:
         if self.outbox.numel() < nbytes or self.outbox.numel() > 4 * max(nbytes, _FIRST_FRAME):
             self.outbox = torch.empty(nbytes, dtype=torch.uint8)
         return self.outbox[:nbytes]
+
+    @property
+    def lane_groups(self) -> tuple[dist.ProcessGroup, dist.ProcessGroup]:
+        """The group of lane 0 (the frame, and ``cpu_group`` if given) and of lane 1 (``group``)."""
+        return cast(dist.ProcessGroup, self._lane_groups[0]()), cast(dist.ProcessGroup, self._lane_groups[1]())
 
     def source(self, src: int | None, group_src: int | None) -> int:
         """The source's rank in the group."""
@@ -291,9 +297,17 @@ class _Recycler:
         self.kept, self.taken = self.taken, []
 
 
-_routes: weakref.WeakKeyDictionary[dist.ProcessGroup, dict[dist.ProcessGroup | None, _Route]] = (
-    weakref.WeakKeyDictionary()
-)
+_routes: weakref.WeakKeyDictionary[dist.ProcessGroup, _Route] = weakref.WeakKeyDictionary()
+"""The route of each group used without a ``cpu_group``."""
+
+_routes_with_cpu_group: weakref.WeakKeyDictionary[
+    dist.ProcessGroup, weakref.WeakKeyDictionary[dist.ProcessGroup, _Route]
+] = weakref.WeakKeyDictionary()
+"""The route of each group and ``cpu_group`` used together.
+
+Neither cache keeps a group alive: a group that torch has destroyed goes,
+and its route with it.
+"""
 
 
 def _route(group: dist.ProcessGroup | None, cpu_group: dist.ProcessGroup | None) -> _Route:
@@ -301,9 +315,14 @@ def _route(group: dist.ProcessGroup | None, cpu_group: dist.ProcessGroup | None)
         raise RuntimeError("broadcast_metadata(): torch.distributed is not initialized (init_process_group)")
     if not isinstance(group, dist.ProcessGroup):  # what new_group() returns on the ranks it leaves out
         raise ValueError(f"broadcast_metadata(): rank {dist.get_rank()} is not a member of the group")
-    by_cpu_group = _routes.get(group)
+    if cpu_group is None:
+        route = _routes.get(group)
+        if route is None:
+            route = _routes[group] = _Route(group, None)
+        return route
+    by_cpu_group = _routes_with_cpu_group.get(group)
     if by_cpu_group is None:
-        by_cpu_group = _routes[group] = {}
+        by_cpu_group = _routes_with_cpu_group[group] = weakref.WeakKeyDictionary()
     route = by_cpu_group.get(cpu_group)
     if route is None:
         route = by_cpu_group[cpu_group] = _Route(group, cpu_group)
@@ -338,7 +357,7 @@ def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None) -> None
     if len(outgoing.pools) > 1 and outgoing.pool_nbytes[1]:
         device_pool = torch.empty(outgoing.pool_nbytes[1], dtype=torch.uint8, device=route.lane_devices[1])
         fill(device_pool, outgoing.pools[1])
-        works.append(dist.broadcast(device_pool, group=route.group, group_src=group_src, async_op=True))
+        works.append(dist.broadcast(device_pool, group=route.lane_groups[1], group_src=group_src, async_op=True))
     for span, lane in own:
         group = route.lane_groups[lane]
         works.append(dist.broadcast(span, group=group, group_src=_src_in(route, lane, group_src), async_op=True))
@@ -367,7 +386,7 @@ def _send_message(
     if route.header_device.type != "cpu":
         message = message.to(route.header_device)
     src = route.header_src[route.rank]
-    group = route.header_group
+    group = route.lane_groups[0]
     works = [dist.broadcast(message[:frame_nbytes], group=group, group_src=src, async_op=True)]
     if message_nbytes > frame_nbytes:
         works.append(dist.broadcast(message[frame_nbytes:], group=group, group_src=src, async_op=True))
@@ -388,7 +407,7 @@ def _receive(route: _Route, source: int) -> object:
 def _receive_with(route: _Route, source: int) -> object:
     frame_nbytes = route.frame_nbytes
     src = route.header_src[source]
-    group = route.header_group
+    group = route.lane_groups[0]
     frame = route.recycler.take(frame_nbytes, route.header_device)
     dist.broadcast(frame, group=group, group_src=src)
     host = frame if frame.device.type == "cpu" else frame.cpu()
