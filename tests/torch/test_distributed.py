@@ -24,6 +24,7 @@ import threading
 import time
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import InitVar, dataclass, field, fields
 from pathlib import Path
@@ -837,6 +838,19 @@ def received_buffers_are_reused_only_once_free(rank: int, world: int) -> None:
         _send_and_check(rank, record(3))
 
 
+def a_destroyed_group_is_not_kept_alive(rank: int, world: int) -> None:
+    group = dist.new_group(list(range(world)))
+    cpu_group = dist.new_group(list(range(world)), backend="gloo")
+    _send_and_check(rank, make_attention_metadata(), group=group)
+    broadcast_metadata(make_attention_metadata() if rank == _SRC else None, group=group, cpu_group=cpu_group)
+    groups = [weakref.ref(group), weakref.ref(cpu_group)]
+    dist.destroy_process_group(group)
+    dist.destroy_process_group(cpu_group)
+    del group, cpu_group
+    gc.collect()
+    assert [ref() for ref in groups] == [None, None], "metakit.distributed kept a destroyed group alive"
+
+
 _CASES: list[Callable[[int, int], None]] = [
     example_records_arrive_equal,
     flashinfer_omit_fields_get_defaults_and_post_init_runs,
@@ -876,6 +890,7 @@ _CASES: list[Callable[[int, int], None]] = [
     group_src_names_the_source_by_its_rank_in_the_group,
     cpu_group_carries_the_header,
     received_buffers_are_reused_only_once_free,
+    a_destroyed_group_is_not_kept_alive,
 ]
 
 
