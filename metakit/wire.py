@@ -701,8 +701,17 @@ def resolve(module: str, qualname: str) -> type:
     ``spawn`` runs the main script as ``__mp_main__`` and lists it as
     ``__main__`` too; in any other process, importing ``multiprocessing``
     (torch does) lists ``__main__`` as ``__mp_main__`` too.
+
+    A class that its module's namespace holds under its qualified name (read
+    from the namespaces' dicts, with no import and no ``__getattr__``) is
+    that class, as for pickle; only the others (a class defined in a
+    function) are searched for among all live classes, which costs time in
+    proportion to their number.
     """
     home = sys.modules.get(module)
+    named = _named_in(home, qualname)
+    if isinstance(named, ZeroCopyFields) and named.__qualname__ == qualname and hasattr(named, "__dataclass_fields__"):
+        return named
     found = [
         cls
         for cls in zerocopy_classes()
@@ -722,6 +731,17 @@ def resolve(module: str, qualname: str) -> type:
             "(defined in a function that ran more than once?), and nothing tells which one the sender meant"
         )
     return found[0]
+
+
+def _named_in(module: object, qualname: str) -> object:
+    """What *module*'s namespace holds under the dotted *qualname*, or None."""
+    found = module
+    for part in qualname.split("."):
+        namespace = getattr(found, "__dict__", None)
+        if not isinstance(namespace, Mapping):
+            return None
+        found = namespace.get(part)
+    return found
 
 
 def _is_replaced(cls: type, others: list[type]) -> bool:

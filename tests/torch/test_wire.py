@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import sys
 import threading
 import traceback
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -20,7 +22,7 @@ from typing import Any
 import pytest
 import torch
 
-from metakit import OMIT, ZeroCopy, wire
+from metakit import OMIT, ZeroCopy, wire, zerocopy_classes
 from metakit.examples.engine import example_records, make_flash_attention_metadata
 from metakit.wire import WireError
 
@@ -453,3 +455,26 @@ def test_a_value_from_a_module_the_receiver_never_imported_is_refused_there() ->
         process.join(30)
         if process.is_alive():
             process.kill()
+
+
+def test_a_class_its_module_holds_by_name_wins_over_an_older_one_of_that_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = types.ModuleType("metakit_test_redefined")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+
+    def define() -> type:
+        @dataclass
+        class Redefined(ZeroCopy):
+            x: int
+
+        Redefined.__module__ = module.__name__
+        Redefined.__qualname__ = "Redefined"
+        module.Redefined = Redefined  # type: ignore[attr-defined]
+        return Redefined
+
+    old, new = define(), define()
+    assert old in zerocopy_classes(), "the older class must be alive for this case"
+    header, buffers = wire.pack(new(3))
+    got = wire.unpack(header, buffers)
+    assert type(got) is new, "the class the module holds, as pickle would find it"
