@@ -98,7 +98,7 @@ class _Plan(NamedTuple):
 def main(quick: bool, json_path: str | None) -> int:
     """Run the benchmark, print its table, write *json_path* if given; return the exit status."""
     started = time.perf_counter()
-    plan = _Plan(quick, 5 if quick else 11)
+    plan = _Plan(quick, 7 if quick else 11)
     worlds = (2, 4)
     print(
         f"broadcast_metadata side by side: gloo on this machine, torch {torch.__version__}; ms per broadcast, "
