@@ -195,7 +195,7 @@ def travelling(obj: object, skip_fields: Iterable[str] | None, caller: str) -> t
     cls = _check_record(obj, caller)
     info = _class_info(cls)
     # A fresh set each call: vLLM's FlashInfer override adds its wrappers' names to the one it gets.
-    chosen = obj.asdict_zerocopy(None if skip_fields is None else set(skip_fields))  # type: ignore[attr-defined]
+    chosen = obj.asdict_zerocopy(None if skip_fields is None else _name_set(skip_fields))  # type: ignore[attr-defined]
     if not isinstance(chosen, dict):
         raise TypeError(f"{cls.__qualname__}.asdict_zerocopy() returned a {type(chosen).__name__}, not a dict")
     if not info.names.issuperset(chosen):
@@ -219,6 +219,16 @@ def travelling(obj: object, skip_fields: Iterable[str] | None, caller: str) -> t
             "__init__ with the fields that travel; give it a default"
         )
     return cls, _Body(cls.__module__, cls.__qualname__, info.fields, names, values)
+
+
+def _name_set(skip_fields: Iterable[str]) -> set[str]:
+    if isinstance(skip_fields, (str, bytes)):
+        raise TypeError(f"skip_fields must be an iterable of field names, not a {type(skip_fields).__name__}")
+    try:
+        names = set(skip_fields)
+    except TypeError:
+        raise TypeError(f"skip_fields must be an iterable of field names, not {skip_fields!r}") from None
+    return names
 
 
 def _state_dict(cls: type, state: object) -> Mapping[str, Any]:

@@ -228,6 +228,17 @@ def test_post_init_and_defaults_run_on_the_receiver() -> None:
     assert (got.label, got.total) == ("default", 6), "the default, and what __post_init__ makes"
 
 
+@pytest.mark.parametrize("skip", ["lens", b"lens", 5])
+def test_skip_fields_that_is_not_an_iterable_of_names_is_refused(skip: Any) -> None:
+    with pytest.raises(TypeError, match="skip_fields must be an iterable of field names"):
+        wire.pack(Derived([1]), skip_fields=skip)
+
+
+def test_skip_fields_naming_no_field_is_refused() -> None:
+    with pytest.raises(ValueError, match="nonexistent"):
+        wire.pack(Derived([1]), skip_fields={"nonexistent"})
+
+
 def test_a_required_field_that_would_not_travel_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Derived.__init__ requires 'lens', which would not travel"):
         wire.pack(Derived([1]), skip_fields={"lens"})
