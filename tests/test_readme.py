@@ -9,6 +9,10 @@ in `make test`; a block that calls ``init_process_group`` runs under
 session, checked as a doctest (an expected exception is written as Python
 prints it, from ``Traceback (most recent call last):`` on, with ``...`` for
 the frames).
+
+The ```console blocks are checked too: each ``$ metakit ...`` or ``$ python -m
+metakit ...`` line is run, and what it prints (stdout, then stderr) must be
+the lines that follow it, up to the next ``$``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import ast
 import doctest
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -69,13 +74,13 @@ class Block:
         return "init_process_group(" in self.source
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """The README's ```python blocks, in order."""
+def readme_blocks(text: str, language: str = "python") -> list[Block]:
+    """The README's blocks of *language* (```python), in order."""
     blocks = []
     lines = text.splitlines()
     index = 0
     while index < len(lines):
-        if lines[index].strip() == "```python":
+        if lines[index].strip() == f"```{language}":
             start = index + 1
             end = start
             while end < len(lines) and lines[end].strip() != "```":
@@ -139,3 +144,51 @@ runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
 runner.run(test)
 sys.exit(1 if runner.failures else 0)
 """
+
+
+@dataclass(frozen=True)
+class Command:
+    line: int
+    argv: list[str]
+    expected: str
+
+    @property
+    def needs_torch(self) -> bool:
+        """Whether it names a module of metakit that imports torch (``show metakit.examples.engine:...``)."""
+        return any(arg.startswith(("metakit.examples.engine", "metakit.distributed")) for arg in self.argv)
+
+
+def console_commands(blocks: list[Block]) -> list[Command]:
+    """The ``$ metakit ...`` and ``$ python -m metakit ...`` commands of console blocks, with their output."""
+    commands = []
+    for block in blocks:
+        lines = block.source.splitlines()
+        starts = [i for i, line in enumerate(lines) if line.startswith("$ ")]
+        for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+            argv = shlex.split(lines[start][2:])
+            if argv[:1] == ["metakit"] or argv[:3] == ["python", "-m", "metakit"]:
+                expected = "".join(f"{line}\n" for line in lines[start + 1 : end])
+                commands.append(Command(block.line + start, argv, expected))
+    return commands
+
+
+COMMANDS = [
+    command
+    for command in console_commands(readme_blocks(README.read_text(encoding="utf-8"), "console"))
+    if HAS_TORCH or not command.needs_torch
+]
+
+
+def test_the_readme_shows_commands_with_their_output() -> None:
+    assert any(command.argv[0] == "metakit" for command in COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[f"README.md:{command.line}" for command in COMMANDS])
+def test_readme_command_prints_what_the_readme_shows(command: Command, tmp_path: Path) -> None:
+    argv = command.argv
+    if argv[0] == "metakit":
+        argv = [str(Path(sys.executable).parent / "metakit"), *argv[1:]]
+    else:
+        argv = [sys.executable, *argv[1:]]
+    result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.stdout + result.stderr == command.expected, f"README.md:{command.line}: {shlex.join(command.argv)}"
