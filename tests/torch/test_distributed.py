@@ -25,7 +25,7 @@ import time
 import traceback
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import pytest
 import torch
 import torch.distributed as dist
+from engine_records import KernelWrapper, ModelInput, WrapperMetadata
 
 import metakit
 from metakit import OMIT, ZeroCopy
@@ -198,46 +199,6 @@ def _drifting_class(extra_field: bool) -> type:
             a: int
 
     return Drifting
-
-
-class KernelWrapper:
-    """Stands for a kernel wrapper: it holds a lock, so it cannot be pickled."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-
-
-@dataclass
-class WrapperMetadata(ZeroCopy):
-    """FlashInfer's shape: the wrappers are plain fields, and an override keeps them off the wire."""
-
-    num_decode_tokens: int
-    slot_mapping: torch.Tensor
-    paged_kv_indptr: torch.Tensor | None = None
-    prefill_wrapper: KernelWrapper | None = None
-    decode_wrapper: KernelWrapper | None = None
-
-    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:  # type: ignore[override]
-        skip = set() if skip_fields is None else skip_fields
-        assert isinstance(skip, set)
-        skip.add("prefill_wrapper")
-        skip.add("decode_wrapper")
-        return dict(super().asdict_zerocopy(skip))
-
-
-@dataclass(frozen=True)
-class ModelInput(ZeroCopy):
-    """A GPU model input's shape: ``__getstate__`` drops the callback, a closure that cannot be pickled."""
-
-    input_tokens: torch.Tensor | None = None
-    seq_lens: list[int] | None = None
-    virtual_engine: int = 0
-    async_callback: Callable[[], None] | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["async_callback"]
-        return state
 
 
 # --- helpers the ranks use -------------------------------------------------
@@ -703,7 +664,7 @@ def _collectives() -> Iterator[list[int]]:
 
 
 def override_keeps_unpicklable_wrappers_off_the_wire(rank: int, world: int) -> None:
-    record = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2]), KernelWrapper(), KernelWrapper())
+    record = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2]), 16, KernelWrapper(), KernelWrapper())
     got = _send_and_check(rank, record if rank == _SRC else WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2])))
     assert isinstance(got, WrapperMetadata)
     if rank != _SRC:
@@ -712,7 +673,7 @@ def override_keeps_unpicklable_wrappers_off_the_wire(rank: int, world: int) -> N
 
 def a_record_inside_a_field_travels_by_its_own_rules(rank: int, world: int) -> None:
     wrappers = (KernelWrapper(), KernelWrapper()) if rank == _SRC else (None, None)
-    inner = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2]), *wrappers)
+    inner = WrapperMetadata(3, torch.arange(3), torch.tensor([0, 2]), 16, *wrappers)
     record = Bag({"attn_metadata": inner}, items=[inner])
     got = broadcast_metadata(record if rank == _SRC else None)
     assert isinstance(got, Bag)
@@ -729,7 +690,7 @@ def getstate_drops_the_callback_and_receivers_get_the_default(rank: int, world: 
     def callback() -> None:
         pass
 
-    record = ModelInput(torch.arange(4), [4], 1, callback if rank == _SRC else None)
+    record = ModelInput(torch.arange(4), None, [4], 1, callback if rank == _SRC else None)
     got = _send_and_check(rank, record)
     assert isinstance(got, ModelInput)
     if rank != _SRC:
@@ -949,26 +910,19 @@ def test_on_every_rank(outcomes: dict[str, list[str | None]], case: str) -> None
     assert not failures, "\n".join(failures)
 
 
-_MAIN_SCRIPT = """
+_TWO_RANK_SCRIPT = """
+{prelude}
 import datetime, multiprocessing, sys
-from dataclasses import dataclass
 import torch, torch.distributed as dist
-from metakit import ZeroCopy
-from metakit.distributed import broadcast_metadata
 
 TIMEOUT = datetime.timedelta(seconds=120)
 
-@dataclass
-class ScriptRecord(ZeroCopy):
-    slot_mapping: torch.Tensor
+{case}
 
 def run(rank, port):
     store = dist.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=TIMEOUT)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=TIMEOUT)
-    for src in (0, 1):
-        got = broadcast_metadata(ScriptRecord(torch.arange(3) + src) if rank == src else None, src=src)
-        assert type(got) is ScriptRecord and torch.equal(got.slot_mapping, torch.arange(3) + src), (rank, src)
-    print(f"rank {rank} ({ScriptRecord.__module__}) got both records", flush=True)
+    case(rank)
     dist.destroy_process_group()
 
 if __name__ == "__main__":
@@ -979,16 +933,40 @@ if __name__ == "__main__":
     child.join(120)
     sys.exit(child.exitcode)
 """
+"""A script whose main process is rank 0 and a spawned child rank 1; each runs ``case(rank)``."""
+
+
+def _run_two_ranks(tmp_path: Path, case: str, prelude: str = "") -> str:
+    """Run the script with *case* (and *prelude* at its top) as a program of its own; its output."""
+    script = tmp_path / "two_ranks.py"
+    script.write_text(_TWO_RANK_SCRIPT.format(prelude=prelude, case=case))
+    result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+_MAIN_SCRIPT_CASE = """
+from dataclasses import dataclass
+from metakit import ZeroCopy
+from metakit.distributed import broadcast_metadata
+
+@dataclass
+class ScriptRecord(ZeroCopy):
+    slot_mapping: torch.Tensor
+
+def case(rank):
+    for src in (0, 1):
+        got = broadcast_metadata(ScriptRecord(torch.arange(3) + src) if rank == src else None, src=src)
+        assert type(got) is ScriptRecord and torch.equal(got.slot_mapping, torch.arange(3) + src), (rank, src)
+    print(f"rank {rank} ({ScriptRecord.__module__}) got both records", flush=True)
+"""
 
 
 def test_main_script_classes_resolve_between_parent_and_spawned_child(tmp_path: Path) -> None:
     # The parent knows the script as __main__, the spawned child as __mp_main__.
-    script = tmp_path / "script.py"
-    script.write_text(_MAIN_SCRIPT)
-    result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=200)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "rank 0 (__main__) got both records" in result.stdout
-    assert "rank 1 (__mp_main__) got both records" in result.stdout
+    output = _run_two_ranks(tmp_path, _MAIN_SCRIPT_CASE)
+    assert "rank 0 (__main__) got both records" in output
+    assert "rank 1 (__mp_main__) got both records" in output
 
 
 def test_import_metakit_leaves_torch_out() -> None:
@@ -996,45 +974,26 @@ def test_import_metakit_leaves_torch_out() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2], timeout=60)
 
 
-_NO_NUMPY_SCRIPT = """
-import sys
-sys.modules["numpy"] = None  # import numpy now fails, in this process and in the spawned child
-import datetime, multiprocessing
-import torch, torch.distributed as dist
+_NO_NUMPY_CASE = """
 from metakit.distributed import broadcast_metadata
 from metakit.examples.engine import make_flash_attention_metadata
 
-TIMEOUT = datetime.timedelta(seconds=120)
-
-def run(rank, port):
+def case(rank):
     try:
         import numpy
         raise AssertionError("numpy was importable")
     except ImportError:
         pass
-    store = dist.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=TIMEOUT)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=TIMEOUT)
     want = make_flash_attention_metadata(num_tokens=1 << 18)
     got = broadcast_metadata(want if rank == 0 else None)
     assert torch.equal(got.slot_mapping, want.slot_mapping) and got.seq_lens == want.seq_lens
     print(f"rank {rank} got its record without numpy", flush=True)
-    dist.destroy_process_group()
-
-if __name__ == "__main__":
-    store = dist.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False, timeout=TIMEOUT)
-    child = multiprocessing.get_context("spawn").Process(target=run, args=(1, store.port))
-    child.start()
-    run(0, store.port)
-    child.join(120)
-    sys.exit(child.exitcode)
 """
 
 
 def test_broadcast_needs_no_numpy(tmp_path: Path) -> None:
     # torch's object collectives call Tensor.numpy() on the receivers; broadcast_metadata must not.
-    script = tmp_path / "no_numpy.py"
-    script.write_text(_NO_NUMPY_SCRIPT)
-    result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=200)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "rank 0 got its record without numpy" in result.stdout
-    assert "rank 1 got its record without numpy" in result.stdout
+    blocker = 'import sys; sys.modules["numpy"] = None  # import numpy fails here and in the spawned child'
+    output = _run_two_ranks(tmp_path, _NO_NUMPY_CASE, prelude=blocker)
+    assert "rank 0 got its record without numpy" in output
+    assert "rank 1 got its record without numpy" in output
