@@ -54,7 +54,7 @@ class _Shared:
         self.codes = codes
 
 
-STATE: Final = "<metakit>"
+STATE: Final = sys.intern("<metakit>")  # interned, as attribute names are: lookups hit the type cache
 """The class attribute that holds a class's ``GeneratedMethods``: no field can have this name."""
 
 
@@ -70,7 +70,7 @@ class GeneratedMethods:
     __slots__ = ("_shared", "asdict", "astuple", "label", "layout", "names", "replace")
 
     def __init__(self, layout: Layout, shared: _Shared, module: str, qualname: str) -> None:
-        self.label = f"{module}.{qualname}"
+        self.label = printable(f"{module}.{qualname}")
         self.layout = layout
         self.names = layout.included
         self._shared = shared
@@ -119,12 +119,17 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     Raises ``TypeError`` naming the field when a field's name cannot be
     written into source.
     """
-    label = f"{module}.{qualname}"
+    label = printable(f"{module}.{qualname}")
     with _lock:
         shared = _by_key.get((label, layout))
         if shared is None:
             shared = _share(label, qualname, layout)
     return GeneratedMethods(layout, shared, module, qualname)
+
+
+def printable(label: str) -> str:
+    """*label* as one printable line: a class's name can hold a newline (``make_dataclass`` takes any)."""
+    return label if label.isprintable() else repr(label)[1:-1]
 
 
 def _share(label: str, qualname: str, layout: Layout) -> _Shared:
@@ -137,7 +142,7 @@ def _share(label: str, qualname: str, layout: Layout) -> _Shared:
         named = {m: c.replace(co_filename=filename, co_qualname=f"{qualname}.{m}") for m, c in codes.items()}
     else:
         named = {m: c.replace(co_filename=filename) for m, c in codes.items()}
-    lines = [header(label), *function_lines(layout.names, layout.roles, layout.included, layout.exact)]
+    lines = [header(label), *function_lines(layout)]
     shared = _Shared("".join(lines), filename, named)
     _by_key[label, layout] = _by_filename[filename] = shared
     # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there is
@@ -179,12 +184,9 @@ def _make_code(layout: Layout) -> dict[str, CodeType]:
     bad = unwritable(layout.names)
     if bad is not None:
         raise _BadName(bad)
-    key = _template.template_key(layout.roles, layout.names, layout.included)
-    codes = _template.specialize(key, layout.names) if layout.exact else None
+    codes = _template.specialize(_template.template_key(layout), layout.names) if layout.exact else None
     if codes is None:  # no template fits: compile for real
-        codes = _template.compile_methods(
-            methods_source(layout.names, layout.roles, layout.included, "metakit", layout.exact)
-        )
+        codes = _template.compile_methods(methods_source(layout, "metakit"))
     return codes
 
 

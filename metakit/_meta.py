@@ -6,9 +6,9 @@ time is in ``_functions``.  The rules it keeps, for each method name
 (``asdict_zerocopy``, ``astuple_zerocopy``, ``__replace__``):
 
 1. A value that a user put on a class (in its body, or assigned later) is
-   never replaced.  A class that inherits such an ``asdict_zerocopy`` or
-   ``astuple_zerocopy`` gets no generated one.  ``__replace__`` follows
-   ``dataclasses`` on 3.13, which gives every dataclass its own.
+   never replaced.  A class that inherits such a method gets no generated
+   one; except ``__replace__`` from 3.13 on, where ``dataclasses`` gives every
+   dataclass its own.
 2. A generated method that an override can reach through ``super()`` is
    replaced by ``ZeroCopy``'s method of the same name, which serves the
    instance's own class, so that ``super().asdict_zerocopy()`` returns the
@@ -27,8 +27,16 @@ from collections.abc import Iterator
 from itertools import count
 from typing import Any, Final, TypeVar
 
-from metakit._codegen import STATE, GeneratedMethods, generate, is_generated
-from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, layout_of
+from metakit._codegen import STATE, GeneratedMethods, generate, is_generated, printable
+from metakit._fields import (
+    ASDICT,
+    ASTUPLE,
+    METHOD_NAMES,
+    REPLACE,
+    called_as_type_calls,
+    init_parameters,
+    layout_of,
+)
 from metakit._functions import instance_methods
 from metakit._weak import WeakValues
 
@@ -46,6 +54,8 @@ _DELATTR_BY_SUPER: Final[set[type]] = set()
 
 _ABSENT: Final = object()
 _DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", _ABSENT)  # 3.13+
+_DATACLASSES_GIVE_REPLACE: Final = sys.version_info >= (3, 13)
+"""Whether ``dataclasses`` gives every dataclass a ``__replace__`` of its own (so must metakit)."""
 
 _DISPATCHERS: Final[dict[str, object]] = {}
 """``ZeroCopy``'s methods, by name (filled in once it exists): each serves the instance's own class."""
@@ -54,7 +64,8 @@ _set: Final = type.__setattr__
 _delete: Final = type.__delattr__
 
 # The attribute names whose setting tells metakit something.
-_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", *METHOD_NAMES])
+_METHOD_NAMES: Final = frozenset(METHOD_NAMES)
+_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", *METHOD_NAMES])
 
 
 class ZeroCopyFields(type):
@@ -88,11 +99,18 @@ class ZeroCopyFields(type):
             # An undecorated subclass of a dataclass from outside metakit.
             # (One of a metakit dataclass shares its fields and its methods.)
             _install(cls)
-        else:
+        if len(bases) > 1 or not _METHOD_NAMES.isdisjoint(namespace):
+            # Only a class with methods of its own, or a new MRO, can put a
+            # user's method in front of generated ones (rule 2).
             _guard_bases(cls)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
+        if name in _METHOD_NAMES and not _is_ours(name, value):
+            # A user's method is about to appear: whatever it can reach
+            # through ``super()`` must serve the instance's class before
+            # any thread can call it.
+            _guard_above(cls)
         # ``dataclasses`` sets attributes through here a dozen times per
         # class: call ``type`` directly unless another metaclass in the
         # combination has a ``__setattr__`` of its own.
@@ -129,8 +147,17 @@ def _watched_set(cls: type, name: str) -> None:
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = cls.__dict__.get(STATE)
-        if type(methods) is GeneratedMethods and methods.label != f"{cls.__module__}.{cls.__qualname__}":
+        if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
             _install(cls)
+    elif name in ("__init__", "__new__"):
+        # ``replace`` passes ``__init__``'s arguments by position only while
+        # that binds them as keywords would (see ``metakit._fields``).
+        for member in _family(cls) if type.__subclasses__(cls) else (cls,):
+            methods = member.__dict__.get(STATE)
+            if type(methods) is GeneratedMethods and methods.layout.by_position:
+                init = getattr(member, "__init__", None)
+                if init_parameters(init) != methods.layout.arguments or not called_as_type_calls(member):
+                    _install(member)
     elif name == REPLACE and sys.version_info >= (3, 13) and cls.__dict__[REPLACE] is _DATACLASSES_REPLACE:
         # 3.13's ``dataclasses`` gives a class the generic ``__replace__`` only
         # when it has none of its own, as after ``_install`` it has: this is a
@@ -154,18 +181,26 @@ def _install(cls: type) -> None:
     # metakit's own writes go straight to ``type``: nothing need watch them.
     _set(cls, STATE, methods)
     _place(cls, methods)
-    _guard_bases(cls)
 
 
 def _changed(cls: type) -> None:
     """Apply the rules again to *cls* and to every class below it: a user changed one of its methods."""
     family = list(_family(cls))
-    for member in family:
+    # Subclasses first: a class that gets its generated method back must
+    # not, meanwhile, let its subclasses inherit it in place of their own.
+    for member in reversed(family):
         methods = member.__dict__.get(STATE)
         if type(methods) is GeneratedMethods:
             _place(member, methods)
     for member in family:
         _guard_bases(member)
+
+
+def _guard_above(cls: type) -> None:
+    """Rule 2 for a user's method about to be put on *cls*: in the MRO of *cls* and of each class below it."""
+    for member in _family(cls):
+        mro = member.__mro__
+        _dispatch(mro[mro.index(cls) + 1 :])
 
 
 def _family(cls: type) -> Iterator[type]:
@@ -193,35 +228,46 @@ def _place(cls: type, methods: GeneratedMethods) -> None:
         own = namespace.get(name, _ABSENT)
         if own is not _ABSENT and not _is_ours(name, own):
             continue  # the user's
-        if name != REPLACE:
-            inherited = next((b.__dict__[name] for b in mro[1:] if name in b.__dict__), _ABSENT)
-            if inherited is not _ABSENT and not _is_ours(name, inherited):
-                if own is not _ABSENT:  # the user's method above was put there later
-                    _delete(cls, name)
-                continue
+        inherited = _inherited(mro, name) if name != REPLACE or not _DATACLASSES_GIVE_REPLACE else _ABSENT
+        if inherited is not _ABSENT and not _is_ours(name, inherited):
+            if own is not _ABSENT:  # the user's method above was put there later
+                _delete(cls, name)
+            continue
         generated = methods.function(name)
         if own is not generated:
             _set(cls, name, generated)
 
 
+def _inherited(mro: tuple[type, ...], name: str) -> object:
+    """What *name* is in the first class after ``mro[0]`` that has it (``_ABSENT`` where none has)."""
+    for base in mro[1:]:
+        namespace = base.__dict__
+        if name in namespace:
+            return namespace[name]
+    return _ABSENT
+
+
 def _guard_bases(cls: type) -> None:
     """Rule 2: above the first user method in *cls*'s MRO, let no generated method serve a base's fields only."""
     mro = cls.__mro__
-    first = next(
-        (
-            at
-            for at, base in enumerate(mro)
-            if any(not _is_ours(n, base.__dict__.get(n)) for n in METHOD_NAMES if n in base.__dict__)
-        ),
-        None,
-    )
+    first = next((at for at, base in enumerate(mro) if _holds_a_users_method(base)), None)
     if first is None:
         return
-    for above in mro[first + 1 :]:
+    _dispatch(mro[first + 1 :])
+
+
+def _dispatch(classes: tuple[type, ...]) -> None:
+    """Replace each generated method in *classes* by ``ZeroCopy``'s, which serves the instance's own class."""
+    for above in classes:
         namespace = above.__dict__
         for name in METHOD_NAMES:
             if is_generated(namespace.get(name)):
                 _set(above, name, _DISPATCHERS[name])
+
+
+def _holds_a_users_method(cls: type) -> bool:
+    namespace = cls.__dict__
+    return any(not _is_ours(name, namespace[name]) for name in METHOD_NAMES if name in namespace)
 
 
 def zerocopy_classes() -> list[type]:

@@ -9,7 +9,7 @@ The generated functions read two kinds of names besides their arguments:
 attributes of ``self`` (the fields) and the globals that ``_codegen`` gives
 them (``isinstance``, ``str``, ``bytes``, ``KeyError``, ``TypeError`` and the
 helpers in ``_errors``).  Their locals are ``self``, ``skip_fields``,
-``changes``, ``d`` and ``name``, which no field name can reach: a field is
+``changes``, ``arguments``, ``d``, ``name`` and ``error``, which no field name can reach: a field is
 only ever read as ``self.<name>`` or named in a string literal.
 """
 
@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
-from metakit._fields import ASDICT, ASTUPLE, CARRIED, REFUSED, REPLACE, REQUIRED
+from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout
 
 _KEYWORDS: Final = frozenset([*keyword.kwlist, "__debug__"])
 
@@ -84,55 +84,65 @@ _ASTUPLE_TAIL: Final = ("    )\n",)
 _REPLACE_HEAD: Final = ("\n", "\n", f"def {REPLACE}(self, /, **changes):\n")
 
 
-def _replace_lines(names: Sequence[str], roles: str, exact: bool) -> list[str]:
+def _replace_lines(layout: Layout) -> list[str]:
     """``__replace__``: ``dataclasses.replace``, written out for these fields.
 
     Whatever ``dataclasses.replace`` would refuse (an ``init=False`` field
     given, an ``InitVar`` without default missing) is handed to it, so that
-    it raises its own error, as the running Python words it.
+    it raises its own error, as the running Python words it.  A name that is
+    no field is left for ``__init__`` to refuse, as ``dataclasses.replace``
+    leaves it.
     """
-    if not exact:
+    if not layout.exact:
         return [*_REPLACE_HEAD, "    return _replace_by_dataclasses(self, changes)\n"]
-    carried = [name for name, role in zip(names, roles, strict=True) if role == CARRIED]
-    refusals = [f"{name!r} in changes" for name, role in zip(names, roles, strict=True) if role == REFUSED]
-    refusals += [f"{name!r} not in changes" for name, role in zip(names, roles, strict=True) if role == REQUIRED]
+    pairs = list(zip(layout.names, layout.roles, strict=True))
+    arguments = layout.arguments
+    refusals = [f"{name!r} in changes" for name, role in pairs if role == REFUSED]
+    refusals += [f"{name!r} not in changes" for name, role in pairs if role == REQUIRED]
     lines = [*_REPLACE_HEAD, "    if changes:\n"]
     if refusals:
         lines += [
             f"        if {' or '.join(refusals)}:\n",
             "            return _replace_by_dataclasses(self, changes)\n",
         ]
-    for name in carried:
-        lines += [f"        if {name!r} not in changes:\n", f"            changes[{name!r}] = self.{name}\n"]
-    lines.append("        return self.__class__(**changes)\n")
-    if REQUIRED in roles:
-        lines.append("    return _replace_by_dataclasses(self, changes)\n")
+    if layout.by_position:
+        lines += [
+            "        arguments = (\n",
+            *[f"            changes.pop({name!r}) if {name!r} in changes else self.{name},\n" for name in arguments],
+            "        )\n",
+            "        if changes:  # names that are no fields: __init__ refuses them\n",
+            "            return self.__class__(*arguments, **changes)\n",
+            "        return self.__class__(*arguments)\n",
+        ]
     else:
-        lines += ["    return self.__class__(\n", *[f"        {name}=self.{name},\n" for name in carried], "    )\n"]
-    return lines
+        for name in arguments:
+            lines += [f"        if {name!r} not in changes:\n", f"            changes[{name!r}] = self.{name}\n"]
+        lines.append("        return self.__class__(**changes)\n")
+    if REQUIRED in layout.roles:
+        return [*lines, "    return _replace_by_dataclasses(self, changes)\n"]
+    passed = [
+        f"        self.{name},\n" if layout.by_position else f"        {name}=self.{name},\n" for name in arguments
+    ]
+    return [*lines, "    return self.__class__(\n", *passed, "    )\n"]
 
 
-def function_lines(names: Sequence[str], roles: str, included: Sequence[str], exact: bool = True) -> list[str]:
-    """The lines of the three generated functions, each with its newline.
-
-    *names* and *roles* are a ``Layout``'s, *included* the names that
-    ``asdict_zerocopy`` and ``astuple_zerocopy`` return.
-    """
+def function_lines(layout: Layout) -> list[str]:
+    """The lines of the three generated functions for *layout*, each with its newline."""
     return [
         *_ASDICT_HEAD,
-        *[f"        {name!r}: self.{name},\n" for name in included],
+        *[f"        {name!r}: self.{name},\n" for name in layout.included],
         *_ASDICT_TAIL,
         *_ASTUPLE_HEAD,
-        *[f"        self.{name},\n" for name in included],
+        *[f"        self.{name},\n" for name in layout.included],
         *_ASTUPLE_TAIL,
-        *_replace_lines(names, roles, exact),
+        *_replace_lines(layout),
     ]
 
 
-def methods_source(names: Sequence[str], roles: str, included: Sequence[str], owner: str, exact: bool = True) -> str:
+def methods_source(layout: Layout, owner: str) -> str:
     """The source of the generated methods of class *owner*.
 
-    >>> print(methods_source(["is_prompt"], "c", ["is_prompt"], "engine.Step"))
+    >>> print(methods_source(Layout(("is_prompt",), "c", ("is_prompt",), True, True), "engine.Step"))
     # metakit: the generated methods of engine.Step
     def asdict_zerocopy(self, skip_fields=None):
         d = {
@@ -161,12 +171,15 @@ def methods_source(names: Sequence[str], roles: str, included: Sequence[str], ow
     <BLANKLINE>
     def __replace__(self, /, **changes):
         if changes:
-            if 'is_prompt' not in changes:
-                changes['is_prompt'] = self.is_prompt
-            return self.__class__(**changes)
+            arguments = (
+                changes.pop('is_prompt') if 'is_prompt' in changes else self.is_prompt,
+            )
+            if changes:  # names that are no fields: __init__ refuses them
+                return self.__class__(*arguments, **changes)
+            return self.__class__(*arguments)
         return self.__class__(
-            is_prompt=self.is_prompt,
+            self.is_prompt,
         )
     <BLANKLINE>
     """
-    return "".join([header(owner), *function_lines(names, roles, included, exact)])
+    return "".join([header(owner), *function_lines(layout)])

@@ -25,11 +25,13 @@ from collections import OrderedDict
 from types import CodeType
 from typing import Final
 
+from metakit._fields import Layout
 from metakit._source import methods_source
 
-# A template's key: one letter per entry of the layout.  Lower case: the
-# field is returned by asdict_zerocopy; upper case: it is not.  The letter
-# itself is the field's role in replace (see metakit._fields).
+# A template's key: "P" or "K" (replace passes __init__'s arguments by
+# position or by keyword), then one letter per entry of the layout.  Lower
+# case: the field is returned by asdict_zerocopy; upper case: it is not.  The
+# letter itself is the field's role in replace (see metakit._fields).
 _INCLUDED: Final = frozenset("cr")
 
 _MOST_ENTRIES: Final = 100
@@ -38,10 +40,18 @@ _MOST_TEMPLATES: Final = 64
 _MOST_SEEN: Final = 1024
 
 
-def template_key(roles: str, names: tuple[str, ...], included: tuple[str, ...]) -> str:
-    """The key of the template that serves a layout."""
-    kept = set(included)
-    return "".join(role if name in kept else role.upper() for name, role in zip(names, roles, strict=True))
+def template_key(layout: Layout) -> str:
+    """The key of the template that serves *layout*: how ``replace`` calls, then a letter per field."""
+    kept = set(layout.included)
+    letters = (role if name in kept else role.upper() for name, role in zip(layout.names, layout.roles, strict=True))
+    return ("P" if layout.by_position else "K") + "".join(letters)
+
+
+def _layout(key: str, names: tuple[str, ...]) -> Layout:
+    """The layout of fields *names* that *key* describes."""
+    letters = key[1:]
+    included = tuple(name for name, letter in zip(names, letters, strict=True) if letter in _INCLUDED)
+    return Layout(names, letters.lower(), included, True, key[0] == "P")
 
 
 def compile_methods(source: str) -> dict[str, CodeType]:
@@ -135,7 +145,7 @@ class Template:
 
     def __init__(self, key: str) -> None:
         self.key = key
-        self.placeholders = tuple(f"_{i}" for i in range(len(key)))
+        self.placeholders = tuple(f"_{i}" for i in range(len(key) - 1))
         self.codes: dict[str, CodeType] = {}
         self.reads: frozenset[str] = frozenset()
         try:
@@ -152,15 +162,13 @@ class Template:
         # compiled for real.
         self.reads = frozenset(n for c in self.codes.values() for n in c.co_names if n not in self.placeholders)
         # Names of many lengths, some not ASCII.
-        sample = tuple(f"s{i}_" + "é" * (i % 3) + "w" * (i * 7 % 40) for i in range(len(self.key)))
+        sample = tuple(f"s{i}_" + "é" * (i % 3) + "w" * (i * 7 % 40) for i in range(len(self.placeholders)))
         ours = self.specialize(sample)
         theirs = self._compiled(sample)
         return ours.keys() == theirs.keys() and all(same_code(ours[m], theirs[m]) for m in ours)
 
     def _compiled(self, names: tuple[str, ...]) -> dict[str, CodeType]:
-        roles = self.key.lower()
-        included = tuple(name for name, letter in zip(names, self.key, strict=True) if letter in _INCLUDED)
-        codes = compile_methods(methods_source(names, roles, included, "template"))
+        codes = compile_methods(methods_source(_layout(self.key, names), "template"))
         return {name: lines_only(code) for name, code in codes.items()}
 
     def specialize(self, names: tuple[str, ...]) -> dict[str, CodeType]:
@@ -195,7 +203,7 @@ def _template(key: str) -> Template | None:
     if template is not None:
         _templates.move_to_end(key)
         return template
-    if len(key) > _MOST_ENTRIES:
+    if len(key) - 1 > _MOST_ENTRIES:
         return None
     if key not in _seen:
         _seen[key] = None

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import metakit
 from metakit import OMIT, ZeroCopy, _template
+from metakit._fields import Layout
 from metakit._source import methods_source, writable_name
 from metakit._template import Template, compile_methods, lines_only, same_code, template_key
 
@@ -134,12 +135,12 @@ def test_installed_code_is_its_compiled_source():
 
 
 # Names that the generated code itself reads: builtins and metakit's helpers.
-NAMES_THE_CODE_READS = sorted(Template("crq").reads)
+NAMES_THE_CODE_READS = sorted(Template("Pcrq").reads | Template("Kcrq").reads)
 
 
 def test_the_names_the_code_reads_are_its_builtins_and_helpers():
     assert set(NAMES_THE_CODE_READS) == {
-        "isinstance", "str", "bytes", "KeyError", "TypeError", "__class__",
+        "isinstance", "str", "bytes", "KeyError", "TypeError", "__class__", "pop",
         "_skip_fields_text", "_check_skipped", "_skip_fields_failed", "_replace_by_dataclasses",
     }  # fmt: skip
 
@@ -353,12 +354,12 @@ def names_for(count: int, shift: int) -> tuple[str, ...]:
     return tuple(f"{SAMPLE_NAMES[(i * 7 + shift) % len(SAMPLE_NAMES)]}{i}" for i in range(count))
 
 
-KEYS = ["", "c", "cc", "c" * 15, "c" * 50, "cCrRq", "qcrC", "RRcc", "q", "crCRq" * 5]
+SHAPES = ["", "c", "cc", "c" * 15, "c" * 50, "cCrRq", "qcrC", "RRcc", "q", "crCRq" * 5]
+KEYS = [f"{call}{shape}" for call in "PK" for shape in SHAPES]
 
 
 def source_for(key: str, names: tuple[str, ...]) -> str:
-    included = tuple(n for n, letter in zip(names, key, strict=True) if letter in "cr")
-    return methods_source(names, key.lower(), included, "C")
+    return methods_source(_template._layout(key, names), "C")
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -366,7 +367,7 @@ def test_template_copy_equals_a_real_compile_by_line(key):
     template = Template(key)
     assert template.trusted
     for shift in range(len(SAMPLE_NAMES)):
-        names = names_for(len(key), shift)
+        names = names_for(len(key) - 1, shift)
         ours = template.specialize(names)
         theirs = {m: lines_only(c) for m, c in compile_methods(source_for(key, names)).items()}
         assert set(ours) == set(theirs) == set(METHODS)
@@ -376,17 +377,19 @@ def test_template_copy_equals_a_real_compile_by_line(key):
 
 def test_template_copy_with_placeholder_names_in_another_order():
     names = ("_2", "_0", "_1")
-    ours = Template("ccc").specialize(names)
-    theirs = compile_methods(source_for("ccc", names))
+    ours = Template("Pccc").specialize(names)
+    theirs = compile_methods(source_for("Pccc", names))
     assert all(same_code(ours[m], lines_only(theirs[m])) for m in theirs)
 
 
 def test_the_template_key_names_role_and_inclusion_of_each_field():
-    assert template_key("crqc", ("a", "b", "c", "d"), ("a", "b")) == "crQC"
+    layout = Layout(("a", "b", "c", "d"), "crqc", ("a", "b"), True, True)
+    assert template_key(layout) == "PcrQC"
+    assert template_key(layout._replace(by_position=False)) == "KcrQC"
 
 
 def test_lines_only_keeps_every_instruction_on_its_line_and_drops_columns():
-    code = compile_methods(source_for("cc", ("alpha", "beta")))["asdict_zerocopy"]
+    code = compile_methods(source_for("Pcc", ("alpha", "beta")))["asdict_zerocopy"]
     stripped = lines_only(code)
 
     def unit_lines(code: Any) -> list[int | None]:
@@ -404,12 +407,12 @@ def test_same_code_tells_different_code_apart():
     def code(source: str) -> Any:
         return lines_only(compile_methods(source)["asdict_zerocopy"])
 
-    reference = code(source_for("cc", names))
-    assert same_code(reference, code(source_for("cc", names)))
-    assert not same_code(reference, code(source_for("cc", ("a", "bc"))))
-    assert not same_code(reference, code(source_for("cc", ("bb", "a"))))
-    assert not same_code(reference, code("\n" + source_for("cc", names)))
-    assert not same_code(reference, code(source_for("cC", names)))
+    reference = code(source_for("Pcc", names))
+    assert same_code(reference, code(source_for("Pcc", names)))
+    assert not same_code(reference, code(source_for("Pcc", ("a", "bc"))))
+    assert not same_code(reference, code(source_for("Pcc", ("bb", "a"))))
+    assert not same_code(reference, code("\n" + source_for("Pcc", names)))
+    assert not same_code(reference, code(source_for("PcC", names)))
 
 
 # --- any failure of the template falls back to compile -----------------------------
@@ -445,27 +448,27 @@ def test_an_untrusted_template_is_never_used(monkeypatch):
     monkeypatch.setattr(_template, "_templates", type(_template._templates)())
     monkeypatch.setattr(_template, "_seen", type(_template._seen)())
     monkeypatch.setattr(_template, "same_code", lambda a, b: False)
-    assert _template.specialize("cc", ("a", "b")) is None  # first sight
-    assert _template.specialize("cc", ("a", "b")) is None  # built, and found untrusted
-    assert not _template._templates["cc"].trusted
+    assert _template.specialize("Pcc", ("a", "b")) is None  # first sight
+    assert _template.specialize("Pcc", ("a", "b")) is None  # built, and found untrusted
+    assert not _template._templates["Pcc"].trusted
 
 
 def test_a_template_is_built_on_the_second_sight_of_a_shape_only(monkeypatch):
     monkeypatch.setattr(_template, "_templates", type(_template._templates)())
     monkeypatch.setattr(_template, "_seen", type(_template._seen)())
-    assert _template.specialize("ccRq", ("a", "b", "c", "d")) is None
-    assert "ccRq" not in _template._templates
-    assert _template.specialize("ccRq", ("e", "f", "g", "h")) is not None
+    assert _template.specialize("PccRq", ("a", "b", "c", "d")) is None
+    assert "PccRq" not in _template._templates
+    assert _template.specialize("PccRq", ("e", "f", "g", "h")) is not None
 
 
 def test_templates_and_shapes_met_once_are_bounded(monkeypatch):
     monkeypatch.setattr(_template, "_templates", type(_template._templates)())
     monkeypatch.setattr(_template, "_seen", type(_template._seen)())
     for count in range(_template._MOST_SEEN + 300):
-        _template.specialize("c" * (count % 300), tuple(f"n{i}" for i in range(count % 300)))
+        _template.specialize("P" + "c" * (count % 300), tuple(f"n{i}" for i in range(count % 300)))
     assert len(_template._templates) <= _template._MOST_TEMPLATES
     assert len(_template._seen) <= _template._MOST_SEEN
-    assert max(map(len, _template._templates)) <= _template._MOST_ENTRIES
+    assert max(map(len, _template._templates)) <= _template._MOST_ENTRIES + 1
 
 
 # Any name a field may take.  Names that ``ZeroCopy`` or ``object`` already

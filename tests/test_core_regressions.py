@@ -6,9 +6,9 @@ from __future__ import annotations
 import abc
 import gc
 import linecache
+import subprocess
 import sys
 import threading
-import tracemalloc
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
@@ -283,28 +283,36 @@ def test_linecache_checkcache_never_raises_when_a_collection_runs_inside_it():
 # --- 6. bounded caches, linear time -----------------------------------------
 
 
+MEMORY_PROGRAM = """
+import gc, tracemalloc
+from dataclasses import make_dataclass
+from metakit import ZeroCopy
+
+def make_all(batch):
+    for count in range(200):
+        names = [f"{batch}_{i}" for i in range(count % 50)]
+        make_dataclass(f"Shape{count}", names, bases=(ZeroCopy,), slots=count % 2 == 0)
+        make_dataclass(f"Shape{count}", [f"{n}_again" for n in names], bases=(ZeroCopy,))  # a template's
+    gc.collect()
+
+make_all("untraced")
+tracemalloc.start()  # what later batches free is traced too
+make_all("first")
+make_all("second")  # every cache now holds only traced entries
+before = tracemalloc.get_traced_memory()[0]
+make_all("third")
+print(tracemalloc.get_traced_memory()[0] - before)
+"""
+
+
 def test_classes_of_ever_new_shapes_keep_memory_bounded():
     # Regression: one template per field count was kept forever (600 counts
     # took 562 MB).  Every batch makes 400 classes of shapes never seen
-    # before; once the caches are full, a batch leaves nothing behind.
-    def make_all(batch: str) -> None:
-        for count in range(200):
-            names = [f"{batch}_{i}" for i in range(count % 50)]
-            make_dataclass(f"Shape{count}", names, bases=(ZeroCopy,), slots=count % 2 == 0)
-            make_dataclass(f"Shape{count}", [f"{n}_again" for n in names], bases=(ZeroCopy,))  # a template's
-        gc.collect()
-
-    make_all("untraced")
-    tracemalloc.start()  # what later batches free is traced too
-    try:
-        make_all("first")
-        make_all("second")  # every cache now holds only traced entries
-        before = tracemalloc.get_traced_memory()[0]
-        make_all("third")
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert grown < 1_000_000, grown  # dead weak references wait for their pruning: a few hundred KB
+    # before; once the caches are full, a batch leaves next to nothing behind
+    # (dead weak references wait for their pruning: a few hundred KB).  In a
+    # fresh interpreter, so that no other test's classes count.
+    run = subprocess.run([sys.executable, "-c", MEMORY_PROGRAM], capture_output=True, text=True, check=True)
+    assert int(run.stdout) < 1_000_000, run.stdout
 
 
 # --- 8. each class has its own function objects -------------------------------

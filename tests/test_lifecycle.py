@@ -124,8 +124,9 @@ def test_live_classes_of_one_name_with_different_fields_each_get_a_file_of_their
     # A factory's classes share a qualified name.  Each new one searches on
     # from the last suffix taken, not from the start: regression test for a
     # search that cost O(number alive) per class.
-    classes = [make_dataclass("Made", [f"f{i}"], bases=(ZeroCopy,)) for i in range(300)]
-    owner = f"{classes[0].__module__}.Made"
+    gc.collect()
+    classes = [make_dataclass("MadeForSuffixes", [f"f{i}"], bases=(ZeroCopy,)) for i in range(300)]
+    owner = f"{classes[0].__module__}.MadeForSuffixes"
     filenames = [cls.asdict_zerocopy.__code__.co_filename for cls in classes]
     assert filenames == [f"<metakit {owner}>", *[f"<metakit {owner}-{i}>" for i in range(2, 301)]]
     for cls, filename in zip(classes, filenames, strict=True):
@@ -133,7 +134,7 @@ def test_live_classes_of_one_name_with_different_fields_each_get_a_file_of_their
     del classes[1], cls
     gc.collect()
     assert filenames[1] not in linecache.cache
-    later = make_dataclass("Made", ["g"], bases=(ZeroCopy,))
+    later = make_dataclass("MadeForSuffixes", ["g"], bases=(ZeroCopy,))
     assert later.asdict_zerocopy.__code__.co_filename == f"<metakit {owner}-301>"
     del classes, later
     gc.collect()

@@ -205,7 +205,7 @@ def test_generated_replace_source_names_each_field():
     source = metakit.generated_source(NeedsInitVar)
     assert "if 'required' not in changes:" in source
     assert "return _replace_by_dataclasses(self, changes)" in source
-    assert "changes['a'] = self.a" in source
+    assert "changes.pop('a') if 'a' in changes else self.a," in source
 
 
 # --- the property: random hierarchies, every field kind ----------------------
@@ -270,3 +270,81 @@ def test_random_hierarchies_replace_as_dataclasses_does(levels, data):
     every = [*arguments, "not_a_field"] + [f.name for f in dataclasses.fields(cls) if not f.init]
     changes = {name: object() for name in data.draw(st.lists(st.sampled_from(every), unique=True))}
     assert_replaces_as_dataclasses_does(obj, **changes)
+
+
+# --- by position or by keyword: the same binding ------------------------------
+
+
+def by_position(cls: type) -> bool:
+    return methods_of(cls).layout.by_position
+
+
+def test_a_dataclass_init_takes_its_arguments_by_position():
+    assert by_position(Everything) is False  # KW_ONLY: by keyword
+    assert all(map(by_position, [NeedsInitVar, FrozenSlots, Names]))
+    assert by_position(KeywordOnly) is False
+
+
+def test_an_own_init_with_other_parameters_is_called_by_keyword():
+    @dataclass
+    class Swapped(ZeroCopy):
+        a: int
+        b: int
+
+        def __init__(self, b: int, a: int) -> None:  # the same names, another order
+            self.a, self.b = a, b
+
+    assert not by_position(Swapped)
+    assert_replaces_as_dataclasses_does(Swapped(b=2, a=1), a=5)
+    assert metakit.replace(Swapped(b=2, a=1), a=5) == Swapped(b=2, a=5)
+
+
+def test_an_init_or_new_assigned_later_turns_the_call_to_keywords():
+    @dataclass
+    class Later(ZeroCopy):
+        a: int
+        b: int = 0
+
+    assert by_position(Later)
+
+    def init(self: Any, b: int = 0, a: int = 0) -> None:
+        self.a, self.b = a, b
+
+    Later.__init__ = init  # type: ignore[method-assign]
+    assert not by_position(Later)
+    assert_replaces_as_dataclasses_does(Later(a=1, b=2), b=3)
+
+    @dataclass
+    class New(ZeroCopy):
+        a: int
+
+    seen: list[Any] = []
+
+    def new(cls: type, *args: Any, **kwargs: Any) -> Any:
+        seen.append((args, kwargs))
+        return object.__new__(cls)
+
+    New.__new__ = new  # type: ignore[method-assign]
+    assert not by_position(New)
+    metakit.replace(New(1), a=2)
+    assert seen[-1] == ((), {"a": 2})  # as dataclasses.replace passes them
+
+
+def test_a_metaclass_with_its_own_call_gets_keywords():
+    class Calls(metakit.ZeroCopyFields):
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            assert not args, "replace passes keywords, as dataclasses.replace does"
+            return super().__call__(*args, **kwargs)
+
+    @dataclass
+    class Called(metaclass=Calls):
+        a: int
+
+    assert not by_position(Called)
+    assert metakit.replace(Called(a=1), a=2) == Called(a=2)
+
+
+def test_unknown_names_with_a_positional_call_raise_as_dataclasses_replace_does():
+    assert by_position(FrozenSlots)
+    assert_replaces_as_dataclasses_does(FrozenSlots(1), a=2, zz=3, yy=4)
+    assert_replaces_as_dataclasses_does(FrozenSlots(1), self=2)
