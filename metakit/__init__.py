@@ -21,12 +21,14 @@ This package imports neither torch nor mypy.
 """
 
 from metakit import testing
+from metakit._errors import SkipFieldsError
 from metakit._fields import OMIT
 from metakit._functions import asdict_zerocopy, astuple_zerocopy, generated_source, replace
 from metakit._meta import ZeroCopy, ZeroCopyFields, zerocopy_classes
 
 __all__ = [
     "OMIT",
+    "SkipFieldsError",
     "ZeroCopy",
     "ZeroCopyFields",
     "asdict_zerocopy",

@@ -13,7 +13,10 @@ from typing import Any, NoReturn
 
 
 class SkipFieldsError(TypeError):
-    """A ``skip_fields`` that is not an iterable of field names."""
+    """A ``skip_fields`` that is not an iterable of field names (a ``TypeError``)."""
+
+
+SkipFieldsError.__module__ = "metakit"  # where users import it from
 
 
 def _describe(value: object) -> str:
