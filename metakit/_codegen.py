@@ -23,7 +23,7 @@ from typing import Any, Final
 from metakit import _template
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
-from metakit._source import function_lines, header, methods_source, unwritable
+from metakit._source import function_lines, header, unwritable
 from metakit._weak import WeakValues
 
 # Every generated function shares these globals: generated code reads
@@ -134,7 +134,7 @@ def printable(label: str) -> str:
 
 def _share(label: str, qualname: str, layout: Layout) -> _Shared:
     try:
-        codes = _code_for(layout)
+        codes, body = _code_for(layout)
     except _BadName as error:
         raise TypeError(f"{label} has a field named {error.args[0]!r}, which is not a Python identifier") from None
     filename = _free_filename(label)
@@ -142,7 +142,7 @@ def _share(label: str, qualname: str, layout: Layout) -> _Shared:
         named = {m: c.replace(co_filename=filename, co_qualname=f"{qualname}.{m}") for m, c in codes.items()}
     else:
         named = {m: c.replace(co_filename=filename) for m, c in codes.items()}
-    lines = [header(label), *function_lines(layout)]
+    lines = [header(label), *body]
     shared = _Shared("".join(lines), filename, named)
     _by_key[label, layout] = _by_filename[filename] = shared
     # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there is
@@ -169,8 +169,8 @@ class _BadName(Exception):
     """A field name that may not be written into source."""
 
 
-def _code_for(layout: Layout) -> dict[str, CodeType]:
-    """The code of the three functions for *layout*, without a file name."""
+def _code_for(layout: Layout) -> tuple[dict[str, CodeType], tuple[str, ...]]:
+    """The code of the three functions for *layout*, without a file name, and their source lines (no header)."""
     if len(layout.names) > _MOST_CACHED_FIELDS:
         return _make_code(layout)
     return _cached_code(layout)
@@ -180,14 +180,15 @@ _MOST_CACHED_FIELDS: Final = 100
 """Code for more fields is not kept: such classes are rare, and their code large."""
 
 
-def _make_code(layout: Layout) -> dict[str, CodeType]:
+def _make_code(layout: Layout) -> tuple[dict[str, CodeType], tuple[str, ...]]:
     bad = unwritable(layout.names)
     if bad is not None:
         raise _BadName(bad)
+    body = tuple(function_lines(layout))
     codes = _template.specialize(_template.template_key(layout), layout.names) if layout.exact else None
     if codes is None:  # no template fits: compile for real
-        codes = _template.compile_methods(methods_source(layout, "metakit"))
-    return codes
+        codes = _template.compile_methods(header("metakit") + "".join(body))
+    return codes, body
 
 
 # Classes made again and again meet the same layouts; the cache holds no class.

@@ -297,10 +297,10 @@ def make_all(batch):
 
 make_all("untraced")
 tracemalloc.start()  # what later batches free is traced too
-make_all("first")
-make_all("second")  # every cache now holds only traced entries
+for batch in ("first", "second", "third"):  # every cache now holds only traced entries
+    make_all(batch)
 before = tracemalloc.get_traced_memory()[0]
-make_all("third")
+make_all("fourth")
 print(tracemalloc.get_traced_memory()[0] - before)
 """
 
