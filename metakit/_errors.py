@@ -68,7 +68,11 @@ def _replace_by_dataclasses(obj: object, changes: dict[str, Any]) -> Any:
     return dataclasses.replace(obj, **changes)  # type: ignore[type-var]  # obj is a dataclass instance
 
 
+_NAME_COLLECTIONS: frozenset[type] = frozenset([set, frozenset, list, tuple, type({}.keys())])
+"""The usual types of a ``skip_fields``: the generated check for text skips them at the cost of one lookup."""
+
 GLOBALS: dict[str, Any] = {
+    "_NAME_COLLECTIONS": _NAME_COLLECTIONS,
     "_skip_fields_text": _skip_fields_text,
     "_check_skipped": _check_skipped,
     "_skip_fields_failed": _skip_fields_failed,

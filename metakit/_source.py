@@ -7,7 +7,7 @@ never a default value or any other user object.
 
 The generated functions read two kinds of names besides their arguments:
 attributes of ``self`` (the fields) and the globals that ``_codegen`` gives
-them (``isinstance``, ``str``, ``bytes``, ``KeyError``, ``TypeError`` and the
+them (``type``, ``isinstance``, ``str``, ``bytes``, ``KeyError``, ``TypeError`` and the
 helpers in ``_errors``).  Their locals are ``self``, ``skip_fields``,
 ``changes``, ``arguments``, ``d``, ``name`` and ``error``, which no field name can reach: a field is
 only ever read as ``self.<name>`` or named in a string literal.
@@ -67,7 +67,8 @@ _ASDICT_TAIL: Final = (
     "    }\n",
     "    if skip_fields is None:\n",
     "        return d\n",
-    "    if isinstance(skip_fields, (str, bytes)):\n",
+    # Sets, lists and tuples are never text: only other types pay for isinstance().
+    "    if type(skip_fields) not in _NAME_COLLECTIONS and isinstance(skip_fields, (str, bytes)):\n",
     "        raise _skip_fields_text(skip_fields)\n",
     "    try:\n",
     "        for name in skip_fields:\n",
@@ -150,7 +151,7 @@ def methods_source(layout: Layout, owner: str) -> str:
         }
         if skip_fields is None:
             return d
-        if isinstance(skip_fields, (str, bytes)):
+        if type(skip_fields) not in _NAME_COLLECTIONS and isinstance(skip_fields, (str, bytes)):
             raise _skip_fields_text(skip_fields)
         try:
             for name in skip_fields:

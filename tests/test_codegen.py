@@ -140,7 +140,7 @@ NAMES_THE_CODE_READS = sorted(Template("Pcrq").reads | Template("Kcrq").reads)
 
 def test_the_names_the_code_reads_are_its_builtins_and_helpers():
     assert set(NAMES_THE_CODE_READS) == {
-        "isinstance", "str", "bytes", "KeyError", "TypeError", "__class__", "pop",
+        "type", "isinstance", "str", "bytes", "KeyError", "TypeError", "__class__", "pop", "_NAME_COLLECTIONS",
         "_skip_fields_text", "_check_skipped", "_skip_fields_failed", "_replace_by_dataclasses",
     }  # fmt: skip
 
