@@ -255,7 +255,3 @@ def _guard_checkcache() -> None:
 
 
 _guard_checkcache()
-
-
-# TEMPORARY: names that other modules imported from here before the split.
-__all__ = ["ASDICT", "ASTUPLE", "STATE", "GeneratedMethods", "generate", "is_generated"]

@@ -324,23 +324,3 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
 
 _DISPATCHERS.update({name: ZeroCopy.__dict__[name] for name in METHOD_NAMES})
-
-
-# --- TEMPORARY: names that other modules imported from here before the core
-# was split; each moves to metakit._fields / metakit._functions in its user.
-from metakit._fields import OMIT_KEY as OMIT_KEY  # noqa: E402, PLC0414
-from metakit._fields import included_names as included_names  # noqa: E402, PLC0414
-from metakit._functions import methods_of as methods_of  # noqa: E402, PLC0414
-
-
-def resolve(cls: type, name: str) -> tuple[type | None, object]:
-    """The class in *cls*'s MRO whose namespace holds *name*, and the value there."""
-    for base in cls.__mro__:
-        if name in base.__dict__:
-            return base, base.__dict__[name]
-    return None, None
-
-
-def is_ours(value: object) -> bool:
-    """Whether *value* is a method metakit wrote."""
-    return is_generated(value) or any(value is d for d in _DISPATCHERS.values())

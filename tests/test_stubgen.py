@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from metakit._meta import included_names
+from metakit._fields import included_names
 from metakit.stubgen import _STR_SKIP, main, module_stub, stub_path
 
 PACKAGE = "stubgen_example"
