@@ -1,6 +1,6 @@
 """Shared test set-up.
 
-With METAKIT_NO_SKIPS=1 (as .ci/check runs the tests) a skipped test fails
+With METAKIT_NO_SKIPS=1 (as `make check` runs the tests) a skipped test fails
 the run: every test that is collected must run.
 """
 
