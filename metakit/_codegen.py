@@ -67,20 +67,21 @@ class GeneratedMethods:
     to no class, so it keeps none alive.
     """
 
-    __slots__ = ("_shared", "asdict", "astuple", "label", "layout", "names", "replace")
+    __slots__ = ("_functions", "_shared", "asdict", "astuple", "label", "layout", "names", "replace")
 
     def __init__(self, layout: Layout, shared: _Shared, module: str, qualname: str) -> None:
         self.label = printable(f"{module}.{qualname}")
         self.layout = layout
         self.names = layout.included
         self._shared = shared
-        functions = {}
+        functions: dict[str, Callable[..., Any]] = {}
         for method, code in shared.codes.items():
             function = FunctionType(code, _GLOBALS, method, _DEFAULTS[method])
             function.__module__ = module
             if sys.version_info < (3, 11):  # from 3.11 on, it comes from the code's co_qualname
                 function.__qualname__ = f"{qualname}.{method}"
             functions[method] = function
+        self._functions = functions
         self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = functions[ASDICT]
         self.astuple: Callable[[Any], tuple[Any, ...]] = functions[ASTUPLE]
         self.replace: Callable[..., Any] = functions[REPLACE]
@@ -97,8 +98,7 @@ class GeneratedMethods:
 
     def function(self, method: str) -> Callable[..., Any]:
         """The generated function for the method named *method*."""
-        functions: dict[str, Callable[..., Any]] = {ASDICT: self.asdict, ASTUPLE: self.astuple, REPLACE: self.replace}
-        return functions[method]
+        return self._functions[method]
 
     def __repr__(self) -> str:
         return f"<metakit generated methods {self.filename} for {len(self.names)} fields>"

@@ -158,14 +158,10 @@ def _watched_set(cls: type, name: str) -> None:
                 init = getattr(member, "__init__", None)
                 if init_parameters(init) != methods.layout.arguments or not called_as_type_calls(member):
                     _install(member)
-    elif name == REPLACE and sys.version_info >= (3, 13) and cls.__dict__[REPLACE] is _DATACLASSES_REPLACE:
-        # 3.13's ``dataclasses`` gives a class the generic ``__replace__`` only
-        # when it has none of its own, as after ``_install`` it has: this is a
-        # subclass of a class whose ``__replace__`` a user wrote.
-        methods = cls.__dict__.get(STATE)
-        if type(methods) is GeneratedMethods:
-            _set(cls, REPLACE, methods.replace)
     else:
+        # A method name: a user's method, or (3.13) the generic ``__replace__``
+        # that ``dataclasses`` gives a class with none of its own, which the
+        # rules take for metakit's and replace by the generated one.
         _changed(cls)
 
 
