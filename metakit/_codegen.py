@@ -24,14 +24,11 @@ from metakit import _template
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
 from metakit._source import function_lines, header, unwritable
-from metakit._weak import WeakValues
 
 # Every generated function shares these globals: generated code reads
 # nothing else, so no class and no user object can be reached from them.
 # Sharing them also marks a function as generated (see ``is_generated``).
 _GLOBALS: Final[dict[str, Any]] = {"__builtins__": builtins, **GLOBALS}
-
-_DEFAULTS: Final[dict[str, tuple[Any, ...] | None]] = {ASDICT: (None,), ASTUPLE: None, REPLACE: None}
 
 
 def is_generated(value: object) -> bool:
@@ -43,13 +40,13 @@ class _Shared:
     """The source and code that the live classes of one name and layout share.
 
     Its ``linecache`` entry is removed when it is collected, that is, when
-    the last class that holds it is.
+    the last class that holds it is (see ``_Lifetime``).
     """
 
-    __slots__ = ("__weakref__", "codes", "filename", "source")
+    __slots__ = ("__weakref__", "codes", "filename", "lines")
 
-    def __init__(self, source: str, filename: str, codes: dict[str, CodeType]) -> None:
-        self.source = source
+    def __init__(self, lines: list[str], filename: str, codes: dict[str, CodeType]) -> None:
+        self.lines = lines
         self.filename = filename
         self.codes = codes
 
@@ -67,29 +64,28 @@ class GeneratedMethods:
     to no class, so it keeps none alive.
     """
 
-    __slots__ = ("_functions", "_shared", "asdict", "astuple", "label", "layout", "names", "replace")
+    __slots__ = ("_shared", "asdict", "astuple", "label", "layout", "names", "replace")
 
-    def __init__(self, layout: Layout, shared: _Shared, module: str, qualname: str) -> None:
-        self.label = printable(f"{module}.{qualname}")
+    def __init__(self, layout: Layout, shared: _Shared, module: str, qualname: str, label: str) -> None:
+        self.label = label
         self.layout = layout
         self.names = layout.included
         self._shared = shared
-        functions: dict[str, Callable[..., Any]] = {}
-        for method, code in shared.codes.items():
-            function = FunctionType(code, _GLOBALS, method, _DEFAULTS[method])
+        codes = shared.codes
+        self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = FunctionType(
+            codes[ASDICT], _GLOBALS, ASDICT, _ASDICT_DEFAULTS
+        )
+        self.astuple: Callable[[Any], tuple[Any, ...]] = FunctionType(codes[ASTUPLE], _GLOBALS, ASTUPLE)
+        self.replace: Callable[..., Any] = FunctionType(codes[REPLACE], _GLOBALS, REPLACE)
+        for function in (self.asdict, self.astuple, self.replace):
             function.__module__ = module
             if sys.version_info < (3, 11):  # from 3.11 on, it comes from the code's co_qualname
-                function.__qualname__ = f"{qualname}.{method}"
-            functions[method] = function
-        self._functions = functions
-        self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = functions[ASDICT]
-        self.astuple: Callable[[Any], tuple[Any, ...]] = functions[ASTUPLE]
-        self.replace: Callable[..., Any] = functions[REPLACE]
+                function.__qualname__ = f"{qualname}.{function.__name__}"
 
     @property
     def source(self) -> str:
         """The source text of the functions, as ``linecache`` holds it."""
-        return self._shared.source
+        return "".join(self._shared.lines)
 
     @property
     def filename(self) -> str:
@@ -98,17 +94,53 @@ class GeneratedMethods:
 
     def function(self, method: str) -> Callable[..., Any]:
         """The generated function for the method named *method*."""
-        return self._functions[method]
+        function: Callable[..., Any] = getattr(self, _ATTRIBUTES[method])
+        return function
 
     def __repr__(self) -> str:
         return f"<metakit generated methods {self.filename} for {len(self.names)} fields>"
 
 
+_ASDICT_DEFAULTS: Final = (None,)
+_ATTRIBUTES: Final = {ASDICT: "asdict", ASTUPLE: "astuple", REPLACE: "replace"}
+
+
+class _Lifetime(weakref.ref[_Shared]):
+    """Ends a ``_Shared``'s ``linecache`` entry and its place in the indexes when the ``_Shared`` is collected.
+
+    A weak reference with a callback, held by ``_by_filename``: cheaper at
+    class creation than ``weakref.finalize``.  The callback runs from the
+    garbage collector, in any thread, possibly while ``_lock`` is held: so
+    it takes no lock, and removes only what is still its own (no other entry
+    can take its file name while its own is in ``linecache``).
+    """
+
+    __slots__ = ("entry", "key")
+
+    def __new__(cls, shared: _Shared, key: tuple[str, Layout], entry: tuple[int, None, list[str], str]) -> _Lifetime:
+        return super().__new__(cls, shared, _end)
+
+    def __init__(self, shared: _Shared, key: tuple[str, Layout], entry: tuple[int, None, list[str], str]) -> None:
+        self.key = key
+        self.entry = entry
+
+
+def _end(lifetime: _Lifetime) -> None:
+    filename = lifetime.entry[3]
+    if linecache.cache.get(filename) is lifetime.entry:
+        linecache.cache.pop(filename, None)
+    if _by_filename.get(filename) is lifetime:
+        _by_filename.pop(filename, None)
+    if _by_key.get(lifetime.key) is lifetime:
+        _by_key.pop(lifetime.key, None)
+
+
 _lock = threading.Lock()
-# Live shared code by (label, layout) and by file name; the last suffix each
-# label's file name took, for labels of live classes (see ``_free_filename``).
-_by_key: WeakValues[tuple[str, Layout], _Shared] = WeakValues()
-_by_filename: WeakValues[str, _Shared] = WeakValues()
+# The lifetimes of live shared code, by (label, layout) and by file name; the
+# last suffix each label's file name took, for labels of live classes (see
+# ``_free_filename``).  A lifetime leaves both when its code is collected.
+_by_key: dict[tuple[str, Layout], _Lifetime] = {}
+_by_filename: dict[str, _Lifetime] = {}
 _suffixes: dict[str, int] = {}
 _suffixes_bound = 64
 
@@ -120,11 +152,13 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     written into source.
     """
     label = printable(f"{module}.{qualname}")
+    key = (label, layout)
     with _lock:
-        shared = _by_key.get((label, layout))
+        lifetime = _by_key.get(key)
+        shared = None if lifetime is None else lifetime()
         if shared is None:
-            shared = _share(label, qualname, layout)
-    return GeneratedMethods(layout, shared, module, qualname)
+            shared = _share(key, qualname)
+    return GeneratedMethods(layout, shared, module, qualname, label)
 
 
 def printable(label: str) -> str:
@@ -132,55 +166,62 @@ def printable(label: str) -> str:
     return label if label.isprintable() else repr(label)[1:-1]
 
 
-def _share(label: str, qualname: str, layout: Layout) -> _Shared:
+def _share(key: tuple[str, Layout], qualname: str) -> _Shared:
+    label, layout = key
     try:
-        codes, body = _code_for(layout)
+        compiled = _compiled_for(layout)
     except _BadName as error:
         raise TypeError(f"{label} has a field named {error.args[0]!r}, which is not a Python identifier") from None
     filename = _free_filename(label)
-    if sys.version_info >= (3, 11):
-        named = {m: c.replace(co_filename=filename, co_qualname=f"{qualname}.{m}") for m, c in codes.items()}
-    else:
-        named = {m: c.replace(co_filename=filename) for m, c in codes.items()}
-    lines = [header(label), *body]
-    shared = _Shared("".join(lines), filename, named)
-    _by_key[label, layout] = _by_filename[filename] = shared
+    lines = [header(label), *compiled.body]
+    shared = _Shared(lines, filename, compiled.named(filename, qualname))
     # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there is
     # no file to compare it with.
-    entry = (len(shared.source), None, lines, filename)
+    entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
-    weakref.finalize(shared, _forget_source, entry).atexit = False
+    _by_key[key] = _by_filename[filename] = _Lifetime(shared, key, entry)
     return shared
-
-
-def _forget_source(entry: tuple[int, None, list[str], str]) -> None:
-    """Remove *entry* from ``linecache``: the classes that held it are gone.
-
-    Runs from the garbage collector, in any thread, possibly while ``_lock``
-    is held: so it takes no lock, and removes only its own entry (no other
-    entry can take that file name while this one is in ``linecache``).
-    """
-    filename = entry[3]
-    if linecache.cache.get(filename) is entry:
-        linecache.cache.pop(filename, None)
 
 
 class _BadName(Exception):
     """A field name that may not be written into source."""
 
 
-def _code_for(layout: Layout) -> tuple[dict[str, CodeType], tuple[str, ...]]:
-    """The code of the three functions for *layout*, without a file name, and their source lines (no header)."""
+class _Compiled:
+    """The code of one layout's three functions (without file name), and their source lines (without header)."""
+
+    __slots__ = ("_named", "body", "codes", "size")
+
+    def __init__(self, codes: dict[str, CodeType], body: tuple[str, ...]) -> None:
+        self.codes = codes
+        self.body = body
+        self.size = sum(map(len, body))
+        self._named: tuple[str, str, dict[str, CodeType]] | None = None
+
+    def named(self, filename: str, qualname: str) -> dict[str, CodeType]:
+        """The code with *filename* and the qualified names of the class *qualname*'s methods."""
+        last = self._named  # one read: another thread may set it meanwhile
+        if last is not None and last[0] == filename and last[1] == qualname:
+            return last[2]  # a class made again, as a class statement run again makes it
+        if sys.version_info >= (3, 11):
+            named = {m: c.replace(co_filename=filename, co_qualname=f"{qualname}.{m}") for m, c in self.codes.items()}
+        else:
+            named = {m: c.replace(co_filename=filename) for m, c in self.codes.items()}
+        self._named = (filename, qualname, named)
+        return named
+
+
+def _compiled_for(layout: Layout) -> _Compiled:
     if len(layout.names) > _MOST_CACHED_FIELDS:
-        return _make_code(layout)
-    return _cached_code(layout)
+        return _compile(layout)
+    return _cached_compile(layout)
 
 
 _MOST_CACHED_FIELDS: Final = 100
 """Code for more fields is not kept: such classes are rare, and their code large."""
 
 
-def _make_code(layout: Layout) -> tuple[dict[str, CodeType], tuple[str, ...]]:
+def _compile(layout: Layout) -> _Compiled:
     bad = unwritable(layout.names)
     if bad is not None:
         raise _BadName(bad)
@@ -188,11 +229,11 @@ def _make_code(layout: Layout) -> tuple[dict[str, CodeType], tuple[str, ...]]:
     codes = _template.specialize(_template.template_key(layout), layout.names) if layout.exact else None
     if codes is None:  # no template fits: compile for real
         codes = _template.compile_methods(header("metakit") + "".join(body))
-    return codes, body
+    return _Compiled(codes, body)
 
 
 # Classes made again and again meet the same layouts; the cache holds no class.
-_cached_code: Final = functools.lru_cache(maxsize=256)(_make_code)
+_cached_compile: Final = functools.lru_cache(maxsize=256)(_compile)
 
 
 def _free_filename(label: str) -> str:
@@ -218,14 +259,19 @@ def _forget_suffixes() -> None:
     """Drop the suffixes of labels that no live class has any more, once they have doubled."""
     global _suffixes_bound  # noqa: PLW0603  # this module's own state, under _lock
     if len(_suffixes) > _suffixes_bound:
-        live = {label for label, _ in _by_key.keys()}  # noqa: SIM118  # a WeakValues, not a dict
+        # ``list`` copies the keys in C, where no collection (and so no
+        # ``_end``) can run.
+        live = {label for label, _ in list(_by_key)}
         for label in [label for label in _suffixes if label not in live]:
             del _suffixes[label]
         _suffixes_bound = max(64, 2 * len(_suffixes))
 
 
 def _taken(filename: str) -> bool:
-    return filename in linecache.cache or _by_filename.get(filename) is not None
+    if filename in linecache.cache:
+        return True
+    lifetime = _by_filename.get(filename)
+    return lifetime is not None and lifetime() is not None
 
 
 # --- linecache.checkcache, made safe for entries that go away ----------------

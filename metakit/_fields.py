@@ -125,12 +125,9 @@ def layout_of(cls: type) -> Layout:
     # ``replace`` passes the ``__init__`` arguments by position where that
     # binds them as keywords would: it skips the matching of each keyword
     # to its parameter, about half of ``__init__``'s cost on 15 fields.
-    by_position = False
-    if not keyword_only and called_as_type_calls(cls):
-        init = cls.__dict__.get("__init__")
-        if init is None and getattr(getattr(cls, "__dataclass_params__", None), "init", False):
-            by_position = True  # dataclasses writes it next, taking exactly these
-        else:
-            parameters = init_parameters(init if init is not None else getattr(cls, "__init__", None))
-            by_position = parameters is not None and list(parameters) == arguments
+    by_position = (
+        not keyword_only
+        and called_as_type_calls(cls)
+        and init_parameters(getattr(cls, "__init__", None)) == tuple(arguments)
+    )
     return Layout(tuple(names), "".join(roles), tuple(included), True, by_position)

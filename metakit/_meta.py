@@ -38,6 +38,7 @@ from metakit._fields import (
     layout_of,
 )
 from metakit._functions import instance_methods
+from metakit._source import unwritable
 from metakit._weak import WeakValues
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -106,20 +107,25 @@ class ZeroCopyFields(type):
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
+        # ``dataclasses`` sets attributes through here eight times per class:
+        # call ``type`` directly unless another metaclass in the combination
+        # has a ``__setattr__`` of its own.
+        if name not in _WATCHED:
+            if type(cls) in _SETATTR_BY_SUPER:
+                super().__setattr__(name, value)
+            else:
+                _set(cls, name, value)
+            return
         if name in _METHOD_NAMES and not _is_ours(name, value):
             # A user's method is about to appear: whatever it can reach
             # through ``super()`` must serve the instance's class before
             # any thread can call it.
             _guard_above(cls)
-        # ``dataclasses`` sets attributes through here a dozen times per
-        # class: call ``type`` directly unless another metaclass in the
-        # combination has a ``__setattr__`` of its own.
         if type(cls) in _SETATTR_BY_SUPER:
             super().__setattr__(name, value)
         else:
             _set(cls, name, value)
-        if name in _WATCHED:
-            _watched_set(cls, name)
+        _watched_set(cls, name)
 
     def __delattr__(cls, name: str) -> None:
         if type(cls) in _DELATTR_BY_SUPER:
@@ -140,13 +146,27 @@ class ZeroCopyFields(type):
 
 
 def _watched_set(cls: type, name: str) -> None:
+    namespace = cls.__dict__
     if name == "__dataclass_fields__":
-        # ``dataclasses`` sets this once every field is known, before it
-        # writes ``__init__``: the moment a class becomes a dataclass.
-        _install(cls)
+        # ``dataclasses`` sets this once every field is known: the moment a
+        # class becomes a dataclass.  Where it writes ``__init__`` next, the
+        # methods wait for it, since ``replace`` calls it (see below).
+        if (
+            "__init__" in namespace
+            or not getattr(namespace.get("__dataclass_params__"), "init", False)
+            # A name that cannot be written into source: say so now, before
+            # ``dataclasses`` fails to compile its ``__init__`` with it.
+            or unwritable(tuple(namespace["__dataclass_fields__"])) is not None
+        ):
+            _install(cls)
+        elif STATE in namespace:  # methods for other fields, made before: not theirs to serve
+            _delete(cls, STATE)
+    elif name == "__init__" and STATE not in namespace:
+        if "__dataclass_fields__" in namespace:  # written by dataclasses, which set the fields just before
+            _install(cls)
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
-        methods = cls.__dict__.get(STATE)
+        methods = namespace.get(STATE)
         if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
             _install(cls)
     elif name in ("__init__", "__new__"):
@@ -219,19 +239,28 @@ def _is_ours(name: str, value: object) -> bool:
 def _place(cls: type, methods: GeneratedMethods) -> None:
     """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not."""
     namespace = cls.__dict__
-    mro = cls.__mro__
-    for name in METHOD_NAMES:
+    for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
         own = namespace.get(name, _ABSENT)
-        if own is not _ABSENT and not _is_ours(name, own):
+        if own is not _ABSENT and own is not generated and not _is_ours(name, own):
             continue  # the user's
-        inherited = _inherited(mro, name) if name != REPLACE or not _DATACLASSES_GIVE_REPLACE else _ABSENT
-        if inherited is not _ABSENT and not _is_ours(name, inherited):
+        if not (name is REPLACE and _DATACLASSES_GIVE_REPLACE) and _inherits_users(cls, name, own):
             if own is not _ABSENT:  # the user's method above was put there later
                 _delete(cls, name)
             continue
-        generated = methods.function(name)
         if own is not generated:
             _set(cls, name, generated)
+
+
+def _inherits_users(cls: type, name: str, own: object) -> bool:
+    """Whether *cls*, which holds *own* under *name*, inherits a method of that name that a user wrote."""
+    if own is _ABSENT:
+        # What ``type``'s own lookup finds: most often ``ZeroCopy``'s method,
+        # or a base's generated one.
+        found = getattr(cls, name, _ABSENT)
+        if found is _DISPATCHERS[name] or is_generated(found):
+            return False
+    inherited = _inherited(cls.__mro__, name)
+    return inherited is not _ABSENT and not _is_ours(name, inherited)
 
 
 def _inherited(mro: tuple[type, ...], name: str) -> object:
