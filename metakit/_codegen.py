@@ -188,27 +188,46 @@ class _BadName(Exception):
 
 
 class _Compiled:
-    """The code of one layout's three functions (without file name), and their source lines (without header)."""
+    """The code of one layout's three functions, and their source lines (without header).
 
-    __slots__ = ("_named", "body", "codes", "size")
+    The code is made for each file name and class name it serves: copied
+    from a template where one fits, else renamed from a real compile.  The
+    last one made is kept, for a class made again.
+    """
 
-    def __init__(self, codes: dict[str, CodeType], body: tuple[str, ...]) -> None:
-        self.codes = codes
+    __slots__ = ("_codes", "_last", "_names", "_template", "body", "size")
+
+    def __init__(self, body: tuple[str, ...], template: _template.Template | None, names: tuple[str, ...]) -> None:
         self.body = body
         self.size = sum(map(len, body))
-        self._named: tuple[str, str, dict[str, CodeType]] | None = None
+        self._template = template
+        self._names = names
+        self._codes: dict[str, CodeType] | None = None
+        self._last: tuple[str, str, dict[str, CodeType]] | None = None
 
     def named(self, filename: str, qualname: str) -> dict[str, CodeType]:
-        """The code with *filename* and the qualified names of the class *qualname*'s methods."""
-        last = self._named  # one read: another thread may set it meanwhile
+        """The code under *filename*, with the qualified names of the class *qualname*'s methods."""
+        last = self._last  # one read: another thread may set it meanwhile
         if last is not None and last[0] == filename and last[1] == qualname:
             return last[2]  # a class made again, as a class statement run again makes it
-        if sys.version_info >= (3, 11):
-            named = {m: c.replace(co_filename=filename, co_qualname=f"{qualname}.{m}") for m, c in self.codes.items()}
-        else:
-            named = {m: c.replace(co_filename=filename) for m, c in self.codes.items()}
-        self._named = (filename, qualname, named)
+        named = None
+        if self._template is not None:
+            try:
+                named = self._template.specialize(self._names, filename, qualname)
+            except Exception:  # any failure of the optimisation: compile for real
+                self._template = None
+        if named is None:
+            if self._codes is None:
+                self._codes = _template.compile_methods(header("metakit") + "".join(self.body))
+            named = {method: _renamed(code, filename, qualname) for method, code in self._codes.items()}
+        self._last = (filename, qualname, named)
         return named
+
+
+def _renamed(code: CodeType, filename: str, qualname: str) -> CodeType:
+    if sys.version_info >= (3, 11):
+        return code.replace(co_filename=filename, co_qualname=f"{qualname}.{code.co_name}")
+    return code.replace(co_filename=filename)
 
 
 def _compiled_for(layout: Layout) -> _Compiled:
@@ -222,14 +241,17 @@ _MOST_CACHED_FIELDS: Final = 100
 
 
 def _compile(layout: Layout) -> _Compiled:
-    bad = unwritable(layout.names)
+    names = layout.names
+    bad = unwritable(names)
     if bad is not None:
         raise _BadName(bad)
-    body = tuple(function_lines(layout))
-    codes = _template.specialize(_template.template_key(layout), layout.names) if layout.exact else None
-    if codes is None:  # no template fits: compile for real
-        codes = _template.compile_methods(header("metakit") + "".join(body))
-    return _Compiled(codes, body)
+    template = _template.usable(_template.template_key(layout), names) if layout.exact else None
+    if template is not None:
+        try:
+            return _Compiled(template.lines(names), template, names)
+        except Exception:  # any failure of the optimisation: compile for real
+            pass
+    return _Compiled(tuple(function_lines(layout)), None, names)
 
 
 # Classes made again and again meet the same layouts; the cache holds no class.

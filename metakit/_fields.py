@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Iterable
 from dataclasses import Field, fields
 from types import CodeType, MappingProxyType
 from typing import Any, Final, NamedTuple
@@ -48,7 +49,10 @@ def included_names(cls: type) -> tuple[str, ...]:
 # ``dataclasses.replace``, see ``Layout.exact``).
 _CLASSVAR: Final = getattr(dataclasses, "_FIELD_CLASSVAR", None)
 _INITVAR: Final = getattr(dataclasses, "_FIELD_INITVAR", None)
-_KINDS_KNOWN: Final = _CLASSVAR is not None and _INITVAR is not None
+_PLAIN_FIELD: Final = getattr(dataclasses, "_FIELD", None)
+_KINDS_KNOWN: Final = None not in (_PLAIN_FIELD, _CLASSVAR, _INITVAR)
+_NO_METADATA: Final = getattr(dataclasses, "_EMPTY_METADATA", object())
+"""The metadata of a field given none (where this Python shares one such mapping)."""
 
 CARRIED: Final = "c"
 """An ``__init__`` argument that ``replace`` takes from the instance when it is not changed."""
@@ -100,13 +104,30 @@ def called_as_type_calls(cls: type) -> bool:
 
 def layout_of(cls: type) -> Layout:
     """The ``Layout`` of the dataclass *cls*."""
-    # Runs for every class made: one pass over the fields, no helpers.
+    # Runs for every class made.  Most fields are plain: an ``__init__``
+    # argument that may come by position, with no metadata.  A class of
+    # plain fields only takes this one pass.
+    entries = getattr(cls, "__dataclass_fields__").values()  # noqa: B009  # a dataclass's own attribute
+    if _KINDS_KNOWN:
+        names: list[str] = []
+        for f in entries:
+            if f._field_type is not _PLAIN_FIELD or not f.init or f.kw_only or f.metadata is not _NO_METADATA:
+                break
+            names.append(f.name)
+        else:
+            plain = tuple(names)
+            by_position = called_as_type_calls(cls) and init_parameters(getattr(cls, "__init__", None)) == plain
+            return Layout(plain, CARRIED * len(plain), plain, True, by_position)
+    return _layout_in_general(cls, entries)
+
+
+def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:
     names: list[str] = []
     roles: list[str] = []
     included: list[str] = []
     arguments: list[str] = []
     keyword_only = False
-    for f in getattr(cls, "__dataclass_fields__").values():  # noqa: B009  # a dataclass's own attribute
+    for f in entries:
         kind = getattr(f, "_field_type", None)
         if kind is _CLASSVAR:
             continue
@@ -116,7 +137,7 @@ def layout_of(cls: type) -> Layout:
             roles.append(REFUSED)
         else:
             arguments.append(name)
-            keyword_only = keyword_only or f.kw_only is True
+            keyword_only = keyword_only or bool(f.kw_only)
             roles.append(REQUIRED if kind is _INITVAR and f.default is dataclasses.MISSING else CARRIED)
         if kind is not _INITVAR and not f.metadata.get(OMIT_KEY):
             included.append(name)

@@ -20,13 +20,17 @@ source for real (see ``specialize``).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import OrderedDict
+from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
 from types import CodeType
-from typing import Final
+from typing import Any, Final
 
 from metakit._fields import Layout
-from metakit._source import methods_source
+from metakit._source import function_lines, methods_source
 
 # A template's key: "P" or "K" (replace passes __init__'s arguments by
 # position or by keyword), then one letter per entry of the layout.  Lower
@@ -42,6 +46,8 @@ _MOST_SEEN: Final = 1024
 
 def template_key(layout: Layout) -> str:
     """The key of the template that serves *layout*: how ``replace`` calls, then a letter per field."""
+    if len(layout.included) == len(layout.names):  # every field returned: the letters are the roles
+        return ("P" if layout.by_position else "K") + layout.roles
     kept = set(layout.included)
     letters = (role if name in kept else role.upper() for name, role in zip(layout.names, layout.roles, strict=True))
     return ("P" if layout.by_position else "K") + "".join(letters)
@@ -111,22 +117,114 @@ else:
 
 
 # --- templates ---------------------------------------------------------------
+# A copy for real names is made without a loop over the code: each of the
+# template's names, constants and pieces of source is found, by its index,
+# in one "pool" tuple of the class's names followed by the fixed ones.
 
 
-def _copy_for(code: CodeType, names: dict[str, str]) -> CodeType:
-    """*code* with each placeholder in its names and constants replaced by its name in *names*."""
+def _getter(indices: tuple[int, ...]) -> Callable[[tuple[object, ...]], tuple[Any, ...]]:
+    """A function that takes the items at *indices* of a tuple, as a tuple, in C where it can."""
+    if len(indices) >= 2:
+        return itemgetter(*indices)
+    return lambda pool: tuple([pool[at] for at in indices])
 
-    def const(value: object) -> object:
-        if type(value) is str:
-            return names.get(value, value)
-        if type(value) is tuple:
-            return tuple([const(item) for item in value])
-        return value
 
-    return code.replace(
-        co_names=tuple([names.get(name, name) for name in code.co_names]),
-        co_consts=tuple([const(value) for value in code.co_consts]),
-    )
+class _Recipe:
+    """How to copy one function's template code for other names: by index into a pool."""
+
+    __slots__ = ("_consts", "_fixed", "_names", "_tuples", "code", "dotted")
+
+    def __init__(self, code: CodeType, placeholders: tuple[str, ...]) -> None:
+        self.code = code
+        self.dotted = f".{code.co_name}"
+        index = {name: at for at, name in enumerate(placeholders)}
+        fixed: list[object] = []
+
+        def at(value: object) -> int:
+            if type(value) is str and value in index:
+                return index[value]
+            if type(value) is tuple and not index.keys().isdisjoint(value):
+                raise ValueError("a tuple of names inside a tuple of constants")  # never written
+            fixed.append(value)
+            return len(placeholders) + len(fixed) - 1
+
+        names = tuple([at(name) for name in code.co_names])
+        consts: list[int] = []
+        tuples: list[tuple[int, ...]] = []
+        for value in code.co_consts:
+            if type(value) is tuple and not index.keys().isdisjoint(value):
+                tuples.append(tuple([at(item) for item in value]))  # the keys of a dict display
+                consts.append(-len(tuples))  # the index it will have, below
+            else:
+                consts.append(at(value))
+        # The tuples built for a copy come after the names and the fixed values.
+        built = len(placeholders) + len(fixed) - 1
+        self._fixed = tuple(fixed)
+        self._names = _getter(names)
+        self._consts = _getter(tuple([built - at if at < 0 else at for at in consts]))
+        self._tuples = tuple([_getter(indices) for indices in tuples])
+
+    def copy(self, names: tuple[str, ...], filename: str, qualname: str) -> CodeType:
+        """The code for fields *names*, under *filename*, as the method of the class *qualname*."""
+        pool = names + self._fixed
+        if self._tuples:
+            pool += tuple([make(pool) for make in self._tuples])
+        if sys.version_info >= (3, 11):
+            return self.code.replace(
+                co_names=self._names(pool),
+                co_consts=self._consts(pool),
+                co_filename=filename,
+                co_qualname=qualname + self.dotted,
+            )
+        return self.code.replace(co_names=self._names(pool), co_consts=self._consts(pool), co_filename=filename)
+
+
+# In the source, a field's name is written only as ``self.<name>``, as a
+# keyword ``<name>=`` and as ``repr(<name>)``: each becomes a ``%s`` in the
+# template's text.
+_FIELD_IN_SOURCE: Final = re.compile(r"(?:\bself\.|\b(?=_\d+=))_(\d+)\b|'_(\d+)'")
+
+
+class _SourceRecipe:
+    """How to write the source lines for other names from the template's.
+
+    Lines without a field's name are kept as they are.  Each run of lines
+    with names is one ``%`` format, whose ``%s`` are filled from the names
+    and their ``repr``, by index.
+    """
+
+    __slots__ = ("_pieces",)
+
+    def __init__(self, lines: list[str], count: int) -> None:
+        self._pieces: list[tuple[bool, Any]] = []
+        for has_names, run in groupby(lines, key=lambda line: _FIELD_IN_SOURCE.search(line) is not None):
+            text = "".join(run)
+            if not has_names:
+                self._pieces.append((False, tuple(text.splitlines(True))))
+                continue
+            order: list[int] = []
+
+            def hole(match: re.Match[str], order: list[int] = order) -> str:
+                name, literal = match.groups()
+                if name is not None:
+                    order.append(int(name))
+                    return match.group()[: -len(name) - 1] + "%s"
+                order.append(count + int(literal))
+                return "%s"
+
+            self._pieces.append((True, (_FIELD_IN_SOURCE.sub(hole, text.replace("%", "%%")), _getter(tuple(order)))))
+
+    def lines(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """The lines for fields *names*."""
+        values = names + tuple(map(repr, names))
+        lines: list[str] = []
+        for has_names, piece in self._pieces:
+            if has_names:
+                text, holes = piece
+                lines += (text % holes(values)).splitlines(True)
+            else:
+                lines += piece
+        return tuple(lines)
 
 
 def same_code(a: CodeType, b: CodeType) -> bool:
@@ -148,6 +246,8 @@ class Template:
         self.placeholders = tuple(f"_{i}" for i in range(len(key) - 1))
         self.codes: dict[str, CodeType] = {}
         self.reads: frozenset[str] = frozenset()
+        self._recipes: tuple[_Recipe, ...] = ()
+        self._source = _SourceRecipe([], 0)
         try:
             self.trusted = self._build()
         except Exception:  # any failure means no template (see the module's docstring)
@@ -156,6 +256,8 @@ class Template:
     def _build(self) -> bool:
         """Compile the template and check it against a real compile; whether it agrees."""
         self.codes = self._compiled(self.placeholders)
+        self._recipes = tuple(_Recipe(code, self.placeholders) for code in self.codes.values())
+        self._source = _SourceRecipe(function_lines(_layout(self.key, self.placeholders)), len(self.placeholders))
         # Names the code reads besides the fields (``isinstance``, ``KeyError``,
         # ...).  ``compile`` holds a field of the same name once in
         # ``co_names``, a copy of the template twice: such fields are
@@ -165,16 +267,28 @@ class Template:
         sample = tuple(f"s{i}_" + "é" * (i % 3) + "w" * (i * 7 % 40) for i in range(len(self.placeholders)))
         ours = self.specialize(sample)
         theirs = self._compiled(sample)
-        return ours.keys() == theirs.keys() and all(same_code(ours[m], theirs[m]) for m in ours)
+        return (
+            ours.keys() == theirs.keys()
+            and all(same_code(ours[m], theirs[m]) for m in ours)
+            and self.lines(sample) == tuple(function_lines(_layout(self.key, sample)))
+        )
 
     def _compiled(self, names: tuple[str, ...]) -> dict[str, CodeType]:
         codes = compile_methods(methods_source(_layout(self.key, names), "template"))
         return {name: lines_only(code) for name, code in codes.items()}
 
-    def specialize(self, names: tuple[str, ...]) -> dict[str, CodeType]:
-        """The template's code for fields *names*: what ``compile`` gives for them, by line."""
-        mapping = dict(zip(self.placeholders, names, strict=True))
-        return {method: _copy_for(code, mapping) for method, code in self.codes.items()}
+    def specialize(
+        self, names: tuple[str, ...], filename: str = "<metakit>", qualname: str = ""
+    ) -> dict[str, CodeType]:
+        """The template's code for fields *names*: what ``compile`` gives for them, by line.
+
+        The code is under *filename*, as the methods of the class *qualname*.
+        """
+        return {recipe.code.co_name: recipe.copy(names, filename, qualname) for recipe in self._recipes}
+
+    def lines(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """The source lines of the methods for fields *names*, without the header: ``function_lines``'s."""
+        return self._source.lines(names)
 
 
 # Templates by key, least recently used first; and the keys met once, which
@@ -184,8 +298,8 @@ _templates: OrderedDict[str, Template] = OrderedDict()
 _seen: OrderedDict[str, None] = OrderedDict()
 
 
-def specialize(key: str, names: tuple[str, ...]) -> dict[str, CodeType] | None:
-    """Code for fields *names* copied from the template for *key*, or ``None``: compile it for real."""
+def usable(key: str, names: tuple[str, ...]) -> Template | None:
+    """The trusted template for *key* that can serve fields *names*, or ``None``: compile for real."""
     # Any failure of the optimisation, whatever its exception, means no
     # template: a layout of code objects that this module does not expect
     # must cost speed, never correctness.
@@ -193,8 +307,17 @@ def specialize(key: str, names: tuple[str, ...]) -> dict[str, CodeType] | None:
         template = _template(key)
         if template is None or not template.trusted or not template.reads.isdisjoint(names):
             return None
-        return template.specialize(names)
+        return template
     except Exception:  # see above: fall back to compile
+        return None
+
+
+def specialize(key: str, names: tuple[str, ...]) -> dict[str, CodeType] | None:
+    """Code for fields *names* copied from the template for *key*, or ``None``: compile it for real."""
+    template = usable(key, names)
+    try:
+        return None if template is None else template.specialize(names)
+    except Exception:  # see ``usable``
         return None
 
 

@@ -426,10 +426,11 @@ def failing(error: type[Exception]) -> Any:
 
 
 @pytest.mark.parametrize("error", [IndexError, ValueError, KeyError, TypeError, AttributeError, RuntimeError])
-@pytest.mark.parametrize("where", ["lines_only", "_copy_for", "same_code"])
+@pytest.mark.parametrize("where", ["lines_only", "_Recipe", "_SourceRecipe", "same_code"])
 def test_any_failure_of_the_template_falls_back_to_compile(monkeypatch, where, error):
-    # A changed code layout (simulated: the position reader, the copier or
-    # the check raises) must cost speed, never correctness.
+    # A changed code layout (simulated: the position reader, the copy's
+    # recipe, the source's recipe or the check raises) must cost speed,
+    # never correctness.
     monkeypatch.setattr(_template, "_templates", type(_template._templates)())
     monkeypatch.setattr(_template, "_seen", type(_template._seen)())
     monkeypatch.setattr(_template, where, failing(error))
@@ -442,6 +443,25 @@ def test_any_failure_of_the_template_falls_back_to_compile(monkeypatch, where, e
     obj = cls(*range(4))
     assert obj.asdict_zerocopy() == dict(zip(names, range(4), strict=True))
     assert metakit.replace(obj, **{names[0]: 9}).astuple_zerocopy() == (9, 1, 2, 3)
+
+
+@pytest.mark.parametrize("error", [IndexError, ValueError, KeyError, TypeError, AttributeError, RuntimeError])
+@pytest.mark.parametrize("where", ["copy", "lines"])
+def test_a_trusted_template_that_fails_to_copy_falls_back_to_compile(monkeypatch, where, error):
+    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
+    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
+    names = [f"late_{where}_{error.__name__}_{i}" for i in range(3)]
+    made_twice(names[::-1], "Warm")  # the shape's template is built, and trusted
+    assert all(template.trusted for template in _template._templates.values())
+    owner = _template._Recipe if where == "copy" else _template.Template
+    monkeypatch.setattr(owner, where, failing(error))
+    cls = made_twice(names, "LateFallback")
+    assert_installed_code_is_its_compiled_source(cls)
+    compiled = compile_methods(metakit.generated_source(cls))["asdict_zerocopy"]
+    assert cls.asdict_zerocopy.__code__.co_linetable == compiled.co_linetable  # compiled for real
+    obj = cls(*range(3))
+    assert obj.asdict_zerocopy() == dict(zip(names, range(3), strict=True))
+    assert metakit.replace(obj, **{names[2]: 9}).astuple_zerocopy() == (0, 1, 9)
 
 
 def test_an_untrusted_template_is_never_used(monkeypatch):
