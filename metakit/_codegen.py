@@ -23,7 +23,7 @@ from typing import Any, Final
 from metakit import _template
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
-from metakit._source import function_lines, header, unwritable
+from metakit._source import function_lines, header, unwritable, writable_names
 
 # Every generated function shares these globals: generated code reads
 # nothing else, so no class and no user object can be reached from them.
@@ -40,7 +40,7 @@ class _Shared:
     """The source and code that the live classes of one name and layout share.
 
     Its ``linecache`` entry is removed when it is collected, that is, when
-    the last class that holds it is (see ``_Lifetime``).
+    the last class that holds it is (see ``_end``).
     """
 
     __slots__ = ("__weakref__", "codes", "filename", "lines")
@@ -105,42 +105,33 @@ _ASDICT_DEFAULTS: Final = (None,)
 _ATTRIBUTES: Final = {ASDICT: "asdict", ASTUPLE: "astuple", REPLACE: "replace"}
 
 
-class _Lifetime(weakref.ref[_Shared]):
-    """Ends a ``_Shared``'s ``linecache`` entry and its place in the indexes when the ``_Shared`` is collected.
+def _end(lifetime: weakref.ref[_Shared]) -> None:
+    """Remove a collected ``_Shared``'s ``linecache`` entry, and its place in the indexes.
 
-    A weak reference with a callback, held by ``_by_filename``: cheaper at
-    class creation than ``weakref.finalize``.  The callback runs from the
-    garbage collector, in any thread, possibly while ``_lock`` is held: so
-    it takes no lock, and removes only what is still its own (no other entry
-    can take its file name while its own is in ``linecache``).
+    A weak reference's callback: cheaper at class creation than
+    ``weakref.finalize``.  It runs from the garbage collector, in any
+    thread, possibly while ``_lock`` is held: so it takes no lock, and
+    removes only what is still its own (no other entry can take its file
+    name while its own is in ``linecache``).
     """
-
-    __slots__ = ("entry", "key")
-
-    def __new__(cls, shared: _Shared, key: tuple[str, Layout], entry: tuple[int, None, list[str], str]) -> _Lifetime:
-        return super().__new__(cls, shared, _end)
-
-    def __init__(self, shared: _Shared, key: tuple[str, Layout], entry: tuple[int, None, list[str], str]) -> None:
-        self.key = key
-        self.entry = entry
-
-
-def _end(lifetime: _Lifetime) -> None:
-    filename = lifetime.entry[3]
-    if linecache.cache.get(filename) is lifetime.entry:
+    key, entry = _ends.pop(lifetime)
+    filename = entry[3]
+    if linecache.cache.get(filename) is entry:
         linecache.cache.pop(filename, None)
     if _by_filename.get(filename) is lifetime:
         _by_filename.pop(filename, None)
-    if _by_key.get(lifetime.key) is lifetime:
-        _by_key.pop(lifetime.key, None)
+    if _by_key.get(key) is lifetime:
+        _by_key.pop(key, None)
 
 
 _lock = threading.Lock()
-# The lifetimes of live shared code, by (label, layout) and by file name; the
+# Weak references to live shared code, by (label, layout) and by file name; the
 # last suffix each label's file name took, for labels of live classes (see
-# ``_free_filename``).  A lifetime leaves both when its code is collected.
-_by_key: dict[tuple[str, Layout], _Lifetime] = {}
-_by_filename: dict[str, _Lifetime] = {}
+# ``_free_filename``).  Each leaves both when its code is collected.
+_by_key: dict[tuple[str, Layout], weakref.ref[_Shared]] = {}
+_by_filename: dict[str, weakref.ref[_Shared]] = {}
+_ends: dict[weakref.ref[_Shared], tuple[tuple[str, Layout], tuple[int, None, list[str], str]]] = {}
+"""What ``_end`` removes, by the weak reference whose callback it is (which this keeps alive)."""
 _suffixes: dict[str, int] = {}
 _suffixes_bound = 64
 
@@ -179,7 +170,9 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Shared:
     # no file to compare it with.
     entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
-    _by_key[key] = _by_filename[filename] = _Lifetime(shared, key, entry)
+    lifetime = weakref.ref(shared, _end)
+    _ends[lifetime] = (key, entry)
+    _by_key[key] = _by_filename[filename] = lifetime
     return shared
 
 
@@ -242,9 +235,8 @@ _MOST_CACHED_FIELDS: Final = 100
 
 def _compile(layout: Layout) -> _Compiled:
     names = layout.names
-    bad = unwritable(names)
-    if bad is not None:
-        raise _BadName(bad)
+    if not writable_names(names):
+        raise _BadName(unwritable(names))
     template = _template.usable(_template.template_key(layout), names) if layout.exact else None
     if template is not None:
         try:

@@ -38,7 +38,7 @@ from metakit._fields import (
     layout_of,
 )
 from metakit._functions import instance_methods
-from metakit._source import unwritable
+from metakit._source import writable_names
 from metakit._weak import WeakValues
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -96,7 +96,7 @@ class ZeroCopyFields(type):
             # ``@dataclass(slots=True)`` makes a new class from the old one's
             # namespace, fields included (and then sets its __qualname__).
             _install(cls)
-        elif hasattr(cls, "__dataclass_fields__") and type(getattr(cls, STATE, None)) is not GeneratedMethods:
+        elif _inherits_fields(cls) and type(getattr(cls, STATE, None)) is not GeneratedMethods:
             # An undecorated subclass of a dataclass from outside metakit.
             # (One of a metakit dataclass shares its fields and its methods.)
             _install(cls)
@@ -145,6 +145,11 @@ class ZeroCopyFields(type):
             _DELATTR_BY_SUPER.add(mcls)
 
 
+def _inherits_fields(cls: type) -> bool:
+    """Whether *cls* inherits ``__dataclass_fields__`` (looked up without ``hasattr``'s exception)."""
+    return any("__dataclass_fields__" in base.__dict__ for base in cls.__mro__[1:-1])
+
+
 def _watched_set(cls: type, name: str) -> None:
     namespace = cls.__dict__
     if name == "__dataclass_fields__":
@@ -156,7 +161,7 @@ def _watched_set(cls: type, name: str) -> None:
             or not getattr(namespace.get("__dataclass_params__"), "init", False)
             # A name that cannot be written into source: say so now, before
             # ``dataclasses`` fails to compile its ``__init__`` with it.
-            or unwritable(tuple(namespace["__dataclass_fields__"])) is not None
+            or not writable_names(tuple(namespace["__dataclass_fields__"]))
         ):
             _install(cls)
         elif STATE in namespace:  # methods for other fields, made before: not theirs to serve

@@ -52,6 +52,23 @@ def unwritable(names: Sequence[object]) -> object | None:
     return next((name for name in names if not writable_name(name)), None)
 
 
+_WRITABLE: Final[set[tuple[str, ...]]] = set()
+"""Lists of names ``writable_names`` found writable (names only; emptied past ``_MOST_WRITABLE``)."""
+_MOST_WRITABLE: Final = 1024
+
+
+def writable_names(names: tuple[str, ...]) -> bool:
+    """Whether ``unwritable(names)`` is ``None``; a list of names met again costs one set lookup."""
+    if names in _WRITABLE:  # a class made again, or checked before its dataclass __init__ is written
+        return True
+    if unwritable(names) is not None:
+        return False
+    if len(_WRITABLE) >= _MOST_WRITABLE:
+        _WRITABLE.clear()
+    _WRITABLE.add(names)
+    return True
+
+
 def header(owner: str) -> str:
     """The first line of a class's generated source: a comment naming *owner*."""
     return f"# metakit: the generated methods of {owner}\n"

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metakit
-from metakit import OMIT, ZeroCopy, _template
+from metakit import OMIT, ZeroCopy, _source, _template
 from metakit._fields import Layout
 from metakit._source import methods_source, writable_name
 from metakit._template import Template, compile_methods, lines_only, same_code, template_key
@@ -510,3 +510,12 @@ def test_installed_code_is_its_compiled_source_for_any_names(names):
     assert_installed_code_is_its_compiled_source(cls)
     obj = cls(*names)
     assert obj.asdict_zerocopy() == dict(zip(names, names, strict=True))
+
+
+def test_writable_names_remembers_only_lists_it_found_writable_and_is_bounded():
+    assert not _source.writable_names(("fine", "not-ident"))
+    assert not _source.writable_names(("fine", "not-ident"))  # refused again: never remembered
+    assert ("fine", "not-ident") not in _source._WRITABLE
+    for i in range(_source._MOST_WRITABLE + 10):
+        assert _source.writable_names((f"bounded_{i}", "fine"))
+    assert len(_source._WRITABLE) <= _source._MOST_WRITABLE

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import metakit
-from metakit import OMIT, ZeroCopy, _codegen
+from metakit import OMIT, ZeroCopy, _codegen, _source
 
 NAMES = [f"Meta{i}" for i in range(20)]
 FIELD_LISTS = [
@@ -70,6 +70,8 @@ def test_thousands_of_dropped_classes_are_collected_with_their_linecache_entries
     gc.collect()
     cache_before = set(linecache.cache)
     live_before = len(metakit.zerocopy_classes())
+    indexes = (_codegen._by_key, _codegen._by_filename, _codegen._ends)
+    sizes_before = [len(index) for index in indexes]
 
     classes = [make_class(i) for i in range(3000)]
     for i in range(100):
@@ -84,6 +86,8 @@ def test_thousands_of_dropped_classes_are_collected_with_their_linecache_entries
     assert set(linecache.cache) == cache_before
     assert len(linecache.cache) == len(cache_before)
     assert len(metakit.zerocopy_classes()) == live_before
+    assert [len(index) for index in indexes] == sizes_before  # each left its indexes with its code
+    assert len(_source._WRITABLE) <= _source._MOST_WRITABLE
 
 
 def test_classes_made_and_dropped_one_at_a_time_leave_linecache_as_it_was():
