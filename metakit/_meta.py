@@ -183,10 +183,11 @@ def _watched_set(cls: type, name: str) -> None:
                 init = getattr(member, "__init__", None)
                 if init_parameters(init) != methods.layout.arguments or not called_as_type_calls(member):
                     _install(member)
-    else:
-        # A method name: a user's method, or (3.13) the generic ``__replace__``
-        # that ``dataclasses`` gives a class with none of its own, which the
-        # rules take for metakit's and replace by the generated one.
+    elif STATE in namespace or type.__subclasses__(cls) or not _is_ours(name, namespace.get(name)):
+        # A method name: a user's method, or one the rules take for metakit's
+        # (such as the generic ``__replace__`` that ``dataclasses`` gives from
+        # 3.13 on), which is replaced by the generated one.  A class with no
+        # generated methods yet, and no subclasses, gets them later.
         _changed(cls)
 
 
