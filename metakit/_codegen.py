@@ -40,7 +40,7 @@ class _Shared:
     """The source and code that the live classes of one name and layout share.
 
     Its ``linecache`` entry is removed when it is collected, that is, when
-    the last class that holds it is (see ``_end``).
+    the last class that holds it is (see ``_forget_source``).
     """
 
     __slots__ = ("__weakref__", "codes", "filename", "lines")
@@ -105,35 +105,43 @@ _ASDICT_DEFAULTS: Final = (None,)
 _ATTRIBUTES: Final = {ASDICT: "asdict", ASTUPLE: "astuple", REPLACE: "replace"}
 
 
-def _end(lifetime: weakref.ref[_Shared]) -> None:
-    """Remove a collected ``_Shared``'s ``linecache`` entry, and its place in the indexes.
+def _forget_source(entry: tuple[int, None, list[str], str], _lifetime: object) -> None:
+    """Remove *entry* from ``linecache``: the classes that held it are gone.
 
-    A weak reference's callback: cheaper at class creation than
-    ``weakref.finalize``.  It runs from the garbage collector, in any
-    thread, possibly while ``_lock`` is held: so it takes no lock, and
-    removes only what is still its own (no other entry can take its file
-    name while its own is in ``linecache``).
+    The callback of a ``_Shared``'s weak reference, cheaper at class
+    creation than ``weakref.finalize``.  It runs from the garbage collector,
+    in any thread, possibly while ``_lock`` is held: so it takes no lock, and
+    removes only its own entry (no other entry can take that file name while
+    this one is in ``linecache``).
     """
-    key, entry = _ends.pop(lifetime)
     filename = entry[3]
     if linecache.cache.get(filename) is entry:
         linecache.cache.pop(filename, None)
-    if _by_filename.get(filename) is lifetime:
-        _by_filename.pop(filename, None)
-    if _by_key.get(key) is lifetime:
-        _by_key.pop(key, None)
 
 
 _lock = threading.Lock()
-# Weak references to live shared code, by (label, layout) and by file name; the
+# Weak references to live shared code, by (label, layout) and by file name
+# (they keep alive the callbacks that end the ``linecache`` entries); the
 # last suffix each label's file name took, for labels of live classes (see
-# ``_free_filename``).  Each leaves both when its code is collected.
+# ``_free_filename``).  A dead reference counts as absent; dead ones are
+# dropped whenever the indexes have doubled (see ``_index``).
 _by_key: dict[tuple[str, Layout], weakref.ref[_Shared]] = {}
 _by_filename: dict[str, weakref.ref[_Shared]] = {}
-_ends: dict[weakref.ref[_Shared], tuple[tuple[str, Layout], tuple[int, None, list[str], str]]] = {}
-"""What ``_end`` removes, by the weak reference whose callback it is (which this keeps alive)."""
+_prune_at = 64
 _suffixes: dict[str, int] = {}
 _suffixes_bound = 64
+
+
+def _index(key: tuple[str, Layout], filename: str, lifetime: weakref.ref[_Shared]) -> None:
+    """Enter *lifetime* in both indexes; drop the dead references once they have doubled.  Under ``_lock``."""
+    global _by_key, _by_filename, _prune_at  # noqa: PLW0603  # this module's own state, under _lock
+    _by_key[key] = _by_filename[filename] = lifetime
+    if len(_by_filename) > _prune_at:
+        # A live reference is never overwritten (its key and its file name
+        # are taken while it lives), so none whose callback is pending goes.
+        _by_key = {key: ref for key, ref in list(_by_key.items()) if ref() is not None}
+        _by_filename = {name: ref for name, ref in list(_by_filename.items()) if ref() is not None}
+        _prune_at = max(64, 2 * len(_by_filename))
 
 
 def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
@@ -170,9 +178,7 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Shared:
     # no file to compare it with.
     entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
-    lifetime = weakref.ref(shared, _end)
-    _ends[lifetime] = (key, entry)
-    _by_key[key] = _by_filename[filename] = lifetime
+    _index(key, filename, weakref.ref(shared, functools.partial(_forget_source, entry)))
     return shared
 
 
@@ -273,9 +279,7 @@ def _forget_suffixes() -> None:
     """Drop the suffixes of labels that no live class has any more, once they have doubled."""
     global _suffixes_bound  # noqa: PLW0603  # this module's own state, under _lock
     if len(_suffixes) > _suffixes_bound:
-        # ``list`` copies the keys in C, where no collection (and so no
-        # ``_end``) can run.
-        live = {label for label, _ in list(_by_key)}
+        live = {label for (label, _), ref in list(_by_key.items()) if ref() is not None}
         for label in [label for label in _suffixes if label not in live]:
             del _suffixes[label]
         _suffixes_bound = max(64, 2 * len(_suffixes))
