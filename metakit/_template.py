@@ -5,7 +5,9 @@ Yet the code for one *shape* of fields (how many there are, and what each is
 to ``replace``) differs between classes only in the names it reads: its
 ``co_names`` and the strings in its ``co_consts``.  So each shape is
 compiled once with the placeholder names ``_0``, ``_1``, ..., and a class
-gets a copy made by ``CodeType.replace`` with its own names.
+gets a copy made by ``CodeType.replace`` with its own names.  Its source
+lines are copied too: the lines without a field's name as they are, the
+others from ``%`` formats.
 
 Positions are kept by line only.  A column depends on the length of every
 name before it on its line, so a copied column table would be wrong; the
@@ -15,7 +17,7 @@ show the line, without carets under it).
 Each template is checked once against a real ``compile`` of the same source
 with sample names.  A template that differs, or any exception at all while
 one is built, checked or copied, means no template: the caller compiles the
-source for real (see ``specialize``).
+source for real (see ``usable``).
 """
 
 from __future__ import annotations
@@ -149,19 +151,19 @@ class _Recipe:
             return len(placeholders) + len(fixed) - 1
 
         names = tuple([at(name) for name in code.co_names])
-        consts: list[int] = []
+        consts: list[int | None] = []  # None: the next tuple built for the copy
         tuples: list[tuple[int, ...]] = []
         for value in code.co_consts:
             if type(value) is tuple and not index.keys().isdisjoint(value):
                 tuples.append(tuple([at(item) for item in value]))  # the keys of a dict display
-                consts.append(-len(tuples))  # the index it will have, below
+                consts.append(None)
             else:
                 consts.append(at(value))
-        # The tuples built for a copy come after the names and the fixed values.
-        built = len(placeholders) + len(fixed) - 1
+        # The tuples built for a copy follow the names and the fixed values in the pool.
+        built = iter(range(len(placeholders) + len(fixed), len(placeholders) + len(fixed) + len(tuples)))
         self._fixed = tuple(fixed)
         self._names = _getter(names)
-        self._consts = _getter(tuple([built - at if at < 0 else at for at in consts]))
+        self._consts = _getter(tuple([next(built) if at is None else at for at in consts]))
         self._tuples = tuple([_getter(indices) for indices in tuples])
 
     def copy(self, names: tuple[str, ...], filename: str, qualname: str) -> CodeType:
@@ -185,45 +187,51 @@ class _Recipe:
 _FIELD_IN_SOURCE: Final = re.compile(r"(?:\bself\.|\b(?=_\d+=))_(\d+)\b|'_(\d+)'")
 
 
+class _Format:
+    """A run of source lines that hold field names, as one ``%`` format."""
+
+    __slots__ = ("_holes", "_text")
+
+    def __init__(self, text: str, count: int) -> None:
+        order: list[int] = []  # for each ``%s``: its index in the names, then their reprs
+
+        def hole(match: re.Match[str]) -> str:
+            name, literal = match.groups()
+            if name is not None:
+                order.append(int(name))
+                return match.group()[: -len(name) - 1] + "%s"
+            order.append(count + int(literal))
+            return "%s"
+
+        self._text = _FIELD_IN_SOURCE.sub(hole, text.replace("%", "%%"))
+        self._holes = _getter(tuple(order))
+
+    def __call__(self, values: tuple[str, ...]) -> list[str]:
+        """The lines, for *values*: the names and then their reprs."""
+        return (self._text % self._holes(values)).splitlines(True)
+
+
 class _SourceRecipe:
     """How to write the source lines for other names from the template's.
 
-    Lines without a field's name are kept as they are.  Each run of lines
-    with names is one ``%`` format, whose ``%s`` are filled from the names
-    and their ``repr``, by index.
+    Lines without a field's name are kept as they are; each run of lines
+    with names is one ``_Format``.
     """
 
     __slots__ = ("_pieces",)
 
     def __init__(self, lines: list[str], count: int) -> None:
-        self._pieces: list[tuple[bool, Any]] = []
+        self._pieces: list[tuple[str, ...] | _Format] = []
         for has_names, run in groupby(lines, key=lambda line: _FIELD_IN_SOURCE.search(line) is not None):
             text = "".join(run)
-            if not has_names:
-                self._pieces.append((False, tuple(text.splitlines(True))))
-                continue
-            order: list[int] = []
-
-            def hole(match: re.Match[str], order: list[int] = order) -> str:
-                name, literal = match.groups()
-                if name is not None:
-                    order.append(int(name))
-                    return match.group()[: -len(name) - 1] + "%s"
-                order.append(count + int(literal))
-                return "%s"
-
-            self._pieces.append((True, (_FIELD_IN_SOURCE.sub(hole, text.replace("%", "%%")), _getter(tuple(order)))))
+            self._pieces.append(_Format(text, count) if has_names else tuple(text.splitlines(True)))
 
     def lines(self, names: tuple[str, ...]) -> tuple[str, ...]:
         """The lines for fields *names*."""
         values = names + tuple(map(repr, names))
         lines: list[str] = []
-        for has_names, piece in self._pieces:
-            if has_names:
-                text, holes = piece
-                lines += (text % holes(values)).splitlines(True)
-            else:
-                lines += piece
+        for piece in self._pieces:
+            lines += piece if isinstance(piece, tuple) else piece(values)
         return tuple(lines)
 
 
