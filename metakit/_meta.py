@@ -166,17 +166,19 @@ def _watched_set(cls: type, name: str) -> None:
             _install(cls)
         elif STATE in namespace:  # methods for other fields, made before: not theirs to serve
             _delete(cls, STATE)
-    elif name == "__init__" and STATE not in namespace:
-        if "__dataclass_fields__" in namespace:  # written by dataclasses, which set the fields just before
-            _install(cls)
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = namespace.get(STATE)
         if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
             _install(cls)
     elif name in ("__init__", "__new__"):
+        if name == "__init__" and STATE not in namespace and "__dataclass_fields__" in namespace:
+            _install(cls)  # written by dataclasses, which set the fields just before
+            if not type.__subclasses__(cls):
+                return
         # ``replace`` passes ``__init__``'s arguments by position only while
-        # that binds them as keywords would (see ``metakit._fields``).
+        # that binds them as keywords would (see ``metakit._fields``): in
+        # this class and in those below it that inherit its ``__init__``.
         for member in _family(cls) if type.__subclasses__(cls) else (cls,):
             methods = member.__dict__.get(STATE)
             if type(methods) is GeneratedMethods and methods.layout.by_position:

@@ -348,3 +348,25 @@ def test_unknown_names_with_a_positional_call_raise_as_dataclasses_replace_does(
     assert by_position(FrozenSlots)
     assert_replaces_as_dataclasses_does(FrozenSlots(1), a=2, zz=3, yy=4)
     assert_replaces_as_dataclasses_does(FrozenSlots(1), self=2)
+
+
+def test_an_init_assigned_later_to_a_base_that_is_no_dataclass_is_seen_below():
+    class Base(ZeroCopy):
+        def __init__(self, a: int = 0, b: int = 0) -> None:
+            self.a, self.b = a, b
+
+    @dataclass(init=False)
+    class Sub(Base):
+        a: int = 0
+        b: int = 0
+
+    def init(self: Any, b: int = 0, a: int = 0) -> None:  # the same names, swapped
+        self.a, self.b = a, b
+
+    assert by_position(Sub)
+    Base.__init__ = init  # type: ignore[method-assign]
+    assert not by_position(Sub)
+    obj = Sub()
+    obj.a, obj.b = 1, 2
+    assert metakit.replace(obj, a=5) == dataclasses.replace(obj, a=5)
+    assert (metakit.replace(obj, a=5).a, metakit.replace(obj, a=5).b) == (5, 2)
