@@ -40,7 +40,12 @@ def is_omitted(f: Field[Any]) -> bool:
 
 def included_names(cls: type) -> tuple[str, ...]:
     """The names of the dataclass *cls*'s fields that ``asdict_zerocopy`` returns, in order."""
-    return tuple([f.name for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
+    return tuple([_text(f.name) for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
+
+
+def _text(name: str) -> str:
+    """*name* as a plain ``str``: a subclass's ``__repr__`` or ``__format__`` must never write source."""
+    return name if type(name) is str or not isinstance(name, str) else str.__str__(name)
 
 
 # What ``dataclasses.replace`` does with each entry of ``__dataclass_fields__``
@@ -97,6 +102,17 @@ def init_parameters(init: object) -> tuple[str, ...] | None:
     return code.co_varnames[1 : code.co_argcount]
 
 
+def takes_by_position(cls: type, arguments: tuple[str, ...]) -> bool:
+    """Whether calling *cls* binds *arguments* by position as it would bind them as keywords.
+
+    So it does where ``type.__call__`` and ``object.__new__`` hand them to an
+    ``__init__`` whose parameters are exactly *arguments*, in order.  Then
+    ``replace`` may pass them by position, which skips the matching of each
+    keyword to its parameter: about half of ``__init__``'s cost on 15 fields.
+    """
+    return called_as_type_calls(cls) and init_parameters(getattr(cls, "__init__", None)) == arguments
+
+
 def called_as_type_calls(cls: type) -> bool:
     """Whether calling *cls* hands its arguments to ``__init__`` alone: ``type.__call__`` and ``object.__new__``."""
     return type(cls).__call__ is type.__call__ and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]
@@ -111,13 +127,19 @@ def layout_of(cls: type) -> Layout:
     if _KINDS_KNOWN:
         names: list[str] = []
         for f in entries:
-            if f._field_type is not _PLAIN_FIELD or not f.init or f.kw_only or f.metadata is not _NO_METADATA:
+            name = f.name
+            if (
+                type(name) is not str
+                or f._field_type is not _PLAIN_FIELD
+                or not f.init
+                or f.kw_only
+                or f.metadata is not _NO_METADATA
+            ):
                 break
-            names.append(f.name)
+            names.append(name)
         else:
             plain = tuple(names)
-            by_position = called_as_type_calls(cls) and init_parameters(getattr(cls, "__init__", None)) == plain
-            return Layout(plain, CARRIED * len(plain), plain, True, by_position)
+            return Layout(plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain))
     return _layout_in_general(cls, entries)
 
 
@@ -131,7 +153,7 @@ def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:
         kind = getattr(f, "_field_type", None)
         if kind is _CLASSVAR:
             continue
-        name = f.name
+        name = _text(f.name)
         names.append(name)
         if not f.init:
             roles.append(REFUSED)
@@ -143,12 +165,5 @@ def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:
             included.append(name)
     if not _KINDS_KNOWN:
         return Layout(tuple(names), "".join(roles), included_names(cls), False, False)
-    # ``replace`` passes the ``__init__`` arguments by position where that
-    # binds them as keywords would: it skips the matching of each keyword
-    # to its parameter, about half of ``__init__``'s cost on 15 fields.
-    by_position = (
-        not keyword_only
-        and called_as_type_calls(cls)
-        and init_parameters(getattr(cls, "__init__", None)) == tuple(arguments)
-    )
+    by_position = not keyword_only and takes_by_position(cls, tuple(arguments))
     return Layout(tuple(names), "".join(roles), tuple(included), True, by_position)

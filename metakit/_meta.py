@@ -28,15 +28,7 @@ from itertools import count
 from typing import Any, Final, TypeVar
 
 from metakit._codegen import STATE, GeneratedMethods, generate, is_generated, printable
-from metakit._fields import (
-    ASDICT,
-    ASTUPLE,
-    METHOD_NAMES,
-    REPLACE,
-    called_as_type_calls,
-    init_parameters,
-    layout_of,
-)
+from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._source import writable_names
 from metakit._weak import WeakValues
@@ -96,10 +88,13 @@ class ZeroCopyFields(type):
             # ``@dataclass(slots=True)`` makes a new class from the old one's
             # namespace, fields included (and then sets its __qualname__).
             _install(cls)
-        elif _inherits_fields(cls) and type(getattr(cls, STATE, None)) is not GeneratedMethods:
-            # An undecorated subclass of a dataclass from outside metakit.
-            # (One of a metakit dataclass shares its fields and its methods.)
-            _install(cls)
+        elif _inherits_fields(cls):
+            inherited = getattr(cls, STATE, None)
+            # An undecorated subclass of a dataclass from outside metakit; or
+            # of a metakit dataclass, whose fields and methods it shares
+            # unless it is called otherwise than ``replace`` would call it.
+            if type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout):
+                _install(cls)
         if len(bases) > 1 or not _METHOD_NAMES.isdisjoint(namespace):
             # Only a class with methods of its own, or a new MRO, can put a
             # user's method in front of generated ones (rule 2).
@@ -134,6 +129,8 @@ class ZeroCopyFields(type):
             _delete(cls, name)
         if name in METHOD_NAMES:
             _changed(cls)
+        elif name in ("__init__", "__new__"):
+            _recheck_calls(cls)
 
     def __init_subclass__(mcls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -176,21 +173,32 @@ def _watched_set(cls: type, name: str) -> None:
             _install(cls)  # written by dataclasses, which set the fields just before
             if not type.__subclasses__(cls):
                 return
-        # ``replace`` passes ``__init__``'s arguments by position only while
-        # that binds them as keywords would (see ``metakit._fields``): in
-        # this class and in those below it that inherit its ``__init__``.
-        for member in _family(cls) if type.__subclasses__(cls) else (cls,):
-            methods = member.__dict__.get(STATE)
-            if type(methods) is GeneratedMethods and methods.layout.by_position:
-                init = getattr(member, "__init__", None)
-                if init_parameters(init) != methods.layout.arguments or not called_as_type_calls(member):
-                    _install(member)
+        _recheck_calls(cls)
     elif STATE in namespace or type.__subclasses__(cls) or not _is_ours(name, namespace.get(name)):
         # A method name: a user's method, or one the rules take for metakit's
         # (such as the generic ``__replace__`` that ``dataclasses`` gives from
         # 3.13 on), which is replaced by the generated one.  A class with no
         # generated methods yet, and no subclasses, gets them later.
         _changed(cls)
+
+
+def _calls_hold(cls: type, layout: Layout) -> bool:
+    """Whether ``replace`` for *layout* calls *cls* as it must: by position only where that binds as keywords do."""
+    return not layout.by_position or takes_by_position(cls, layout.arguments)
+
+
+def _recheck_calls(cls: type) -> None:
+    """``__init__`` or ``__new__`` of *cls* changed: new methods for each class that ``replace`` would call wrongly.
+
+    ``replace`` passes ``__init__``'s arguments by position only while that
+    binds them as keywords would (see ``metakit._fields``): in *cls*, and in
+    the classes below it, which may inherit its ``__init__`` and share its
+    methods.
+    """
+    for member in _family(cls) if type.__subclasses__(cls) else (cls,):
+        methods = getattr(member, STATE, None)  # its own, or those it shares with the dataclass above it
+        if type(methods) is GeneratedMethods and not _calls_hold(member, methods.layout):
+            _install(member)
 
 
 def _install(cls: type) -> None:

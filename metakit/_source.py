@@ -32,11 +32,13 @@ def writable_name(name: object) -> bool:
     form would name another attribute; ``__debug__`` cannot be a keyword
     argument.
     """
+    if not isinstance(name, str):
+        return False
+    text = str.__str__(name)  # the text itself: a str subclass's methods are not asked
     return (
-        isinstance(name, str)
-        and name.isidentifier()
-        and name not in _KEYWORDS
-        and (name.isascii() or unicodedata.normalize("NFKC", name) == name)
+        text.isidentifier()
+        and text not in _KEYWORDS
+        and (text.isascii() or unicodedata.normalize("NFKC", text) == text)
     )
 
 
@@ -58,14 +60,19 @@ _MOST_WRITABLE: Final = 1024
 
 
 def writable_names(names: tuple[str, ...]) -> bool:
-    """Whether ``unwritable(names)`` is ``None``; a list of names met again costs one set lookup."""
+    """Whether ``unwritable(names)`` is ``None``; a list of names met again costs one set lookup.
+
+    Only lists of plain ``str`` are remembered: a ``str`` subclass could
+    compare equal to anything.
+    """
     if names in _WRITABLE:  # a class made again, or checked before its dataclass __init__ is written
         return True
     if unwritable(names) is not None:
         return False
-    if len(_WRITABLE) >= _MOST_WRITABLE:
-        _WRITABLE.clear()
-    _WRITABLE.add(names)
+    if all(type(name) is str for name in names):
+        if len(_WRITABLE) >= _MOST_WRITABLE:
+            _WRITABLE.clear()
+        _WRITABLE.add(names)
     return True
 
 
