@@ -226,7 +226,8 @@ class _Compiled:
 def _renamed(code: CodeType, filename: str, qualname: str) -> CodeType:
     if sys.version_info >= (3, 11):
         return code.replace(co_filename=filename, co_qualname=f"{qualname}.{code.co_name}")
-    return code.replace(co_filename=filename)
+    else:  # noqa: RET505  # no co_qualname before 3.11 (and mypy checks each branch as its version)
+        return code.replace(co_filename=filename)
 
 
 def _compiled_for(layout: Layout) -> _Compiled:

@@ -178,7 +178,8 @@ class _Recipe:
                 co_filename=filename,
                 co_qualname=qualname + self.dotted,
             )
-        return self.code.replace(co_names=self._names(pool), co_consts=self._consts(pool), co_filename=filename)
+        else:  # noqa: RET505  # no co_qualname before 3.11 (and mypy checks each branch as its version)
+            return self.code.replace(co_names=self._names(pool), co_consts=self._consts(pool), co_filename=filename)
 
 
 # In the source, a field's name is written only as ``self.<name>``, as a
