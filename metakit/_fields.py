@@ -56,6 +56,7 @@ _CLASSVAR: Final = getattr(dataclasses, "_FIELD_CLASSVAR", None)
 _INITVAR: Final = getattr(dataclasses, "_FIELD_INITVAR", None)
 _PLAIN_FIELD: Final = getattr(dataclasses, "_FIELD", None)
 _KINDS_KNOWN: Final = None not in (_PLAIN_FIELD, _CLASSVAR, _INITVAR)
+_JUST_STR: Final = {str}
 _NO_METADATA: Final = getattr(dataclasses, "_EMPTY_METADATA", object())
 """The metadata of a field given none (where this Python shares one such mapping)."""
 
@@ -127,19 +128,13 @@ def layout_of(cls: type) -> Layout:
     if _KINDS_KNOWN:
         names: list[str] = []
         for f in entries:
-            name = f.name
-            if (
-                type(name) is not str
-                or f._field_type is not _PLAIN_FIELD
-                or not f.init
-                or f.kw_only
-                or f.metadata is not _NO_METADATA
-            ):
+            if f._field_type is not _PLAIN_FIELD or not f.init or f.kw_only or f.metadata is not _NO_METADATA:
                 break
-            names.append(name)
+            names.append(f.name)
         else:
-            plain = tuple(names)
-            return Layout(plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain))
+            if set(map(type, names)) <= _JUST_STR:  # no str subclass among the names (see ``_text``)
+                plain = tuple(names)
+                return Layout(plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain))
     return _layout_in_general(cls, entries)
 
 

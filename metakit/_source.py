@@ -57,6 +57,7 @@ def unwritable(names: Sequence[object]) -> object | None:
 _WRITABLE: Final[set[tuple[str, ...]]] = set()
 """Lists of names ``writable_names`` found writable (names only; emptied past ``_MOST_WRITABLE``)."""
 _MOST_WRITABLE: Final = 1024
+_JUST_STR: Final = {str}
 
 
 def writable_names(names: tuple[str, ...]) -> bool:
@@ -69,7 +70,7 @@ def writable_names(names: tuple[str, ...]) -> bool:
         return True
     if unwritable(names) is not None:
         return False
-    if all(type(name) is str for name in names):
+    if set(map(type, names)) == _JUST_STR:
         if len(_WRITABLE) >= _MOST_WRITABLE:
             _WRITABLE.clear()
         _WRITABLE.add(names)
