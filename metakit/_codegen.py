@@ -55,6 +55,9 @@ STATE: Final = sys.intern("<metakit>")  # interned, as attribute names are: look
 """The class attribute that holds a class's ``GeneratedMethods``: no field can have this name."""
 
 
+_ASDICT_DEFAULTS: Final = (None,)
+
+
 class GeneratedMethods:
     """The generated functions of one class, and what they were made from.
 
@@ -92,17 +95,8 @@ class GeneratedMethods:
         """The file name of the functions' code, under which ``linecache`` holds their source."""
         return self._shared.filename
 
-    def function(self, method: str) -> Callable[..., Any]:
-        """The generated function for the method named *method*."""
-        function: Callable[..., Any] = getattr(self, _ATTRIBUTES[method])
-        return function
-
     def __repr__(self) -> str:
         return f"<metakit generated methods {self.filename} for {len(self.names)} fields>"
-
-
-_ASDICT_DEFAULTS: Final = (None,)
-_ATTRIBUTES: Final = {ASDICT: "asdict", ASTUPLE: "astuple", REPLACE: "replace"}
 
 
 def _forget_source(entry: tuple[int, None, list[str], str], _lifetime: object) -> None:
