@@ -40,12 +40,20 @@ def is_omitted(f: Field[Any]) -> bool:
 
 def included_names(cls: type) -> tuple[str, ...]:
     """The names of the dataclass *cls*'s fields that ``asdict_zerocopy`` returns, in order."""
-    return tuple([_text(f.name) for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
+    return tuple([as_text(f.name) for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
 
 
-def _text(name: str) -> str:
+_JUST_STR: Final = {str}
+
+
+def as_text(name: str) -> str:
     """*name* as a plain ``str``: a subclass's ``__repr__`` or ``__format__`` must never write source."""
     return name if type(name) is str or not isinstance(name, str) else str.__str__(name)
+
+
+def plain_texts(names: Iterable[object]) -> bool:
+    """Whether each of *names* is a plain ``str``, no subclass (whose methods could say anything)."""
+    return set(map(type, names)) <= _JUST_STR
 
 
 # What ``dataclasses.replace`` does with each entry of ``__dataclass_fields__``
@@ -56,7 +64,6 @@ _CLASSVAR: Final = getattr(dataclasses, "_FIELD_CLASSVAR", None)
 _INITVAR: Final = getattr(dataclasses, "_FIELD_INITVAR", None)
 _PLAIN_FIELD: Final = getattr(dataclasses, "_FIELD", None)
 _KINDS_KNOWN: Final = None not in (_PLAIN_FIELD, _CLASSVAR, _INITVAR)
-_JUST_STR: Final = {str}
 _NO_METADATA: Final = getattr(dataclasses, "_EMPTY_METADATA", object())
 """The metadata of a field given none (where this Python shares one such mapping)."""
 
@@ -132,7 +139,7 @@ def layout_of(cls: type) -> Layout:
                 break
             names.append(f.name)
         else:
-            if set(map(type, names)) <= _JUST_STR:  # no str subclass among the names (see ``_text``)
+            if plain_texts(names):  # else see ``as_text``
                 plain = tuple(names)
                 return Layout(plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain))
     return _layout_in_general(cls, entries)
@@ -148,7 +155,7 @@ def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:
         kind = getattr(f, "_field_type", None)
         if kind is _CLASSVAR:
             continue
-        name = _text(f.name)
+        name = as_text(f.name)
         names.append(name)
         if not f.init:
             roles.append(REFUSED)

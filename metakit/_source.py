@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
-from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout
+from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout, as_text, plain_texts
 
 _KEYWORDS: Final = frozenset([*keyword.kwlist, "__debug__"])
 
@@ -34,7 +34,7 @@ def writable_name(name: object) -> bool:
     """
     if not isinstance(name, str):
         return False
-    text = str.__str__(name)  # the text itself: a str subclass's methods are not asked
+    text = as_text(name)  # the text itself: a str subclass's methods are not asked
     return (
         text.isidentifier()
         and text not in _KEYWORDS
@@ -57,7 +57,6 @@ def unwritable(names: Sequence[object]) -> object | None:
 _WRITABLE: Final[set[tuple[str, ...]]] = set()
 """Lists of names ``writable_names`` found writable (names only; emptied past ``_MOST_WRITABLE``)."""
 _MOST_WRITABLE: Final = 1024
-_JUST_STR: Final = {str}
 
 
 def writable_names(names: tuple[str, ...]) -> bool:
@@ -70,7 +69,7 @@ def writable_names(names: tuple[str, ...]) -> bool:
         return True
     if unwritable(names) is not None:
         return False
-    if set(map(type, names)) == _JUST_STR:
+    if plain_texts(names):
         if len(_WRITABLE) >= _MOST_WRITABLE:
             _WRITABLE.clear()
         _WRITABLE.add(names)

@@ -321,15 +321,6 @@ def usable(key: str, names: tuple[str, ...]) -> Template | None:
         return None
 
 
-def specialize(key: str, names: tuple[str, ...]) -> dict[str, CodeType] | None:
-    """Code for fields *names* copied from the template for *key*, or ``None``: compile it for real."""
-    template = usable(key, names)
-    try:
-        return None if template is None else template.specialize(names)
-    except Exception:  # see ``usable``
-        return None
-
-
 def _template(key: str) -> Template | None:
     template = _templates.get(key)
     if template is not None:

@@ -468,24 +468,24 @@ def test_an_untrusted_template_is_never_used(monkeypatch):
     monkeypatch.setattr(_template, "_templates", type(_template._templates)())
     monkeypatch.setattr(_template, "_seen", type(_template._seen)())
     monkeypatch.setattr(_template, "same_code", lambda a, b: False)
-    assert _template.specialize("Pcc", ("a", "b")) is None  # first sight
-    assert _template.specialize("Pcc", ("a", "b")) is None  # built, and found untrusted
+    assert _template.usable("Pcc", ("a", "b")) is None  # first sight
+    assert _template.usable("Pcc", ("a", "b")) is None  # built, and found untrusted
     assert not _template._templates["Pcc"].trusted
 
 
 def test_a_template_is_built_on_the_second_sight_of_a_shape_only(monkeypatch):
     monkeypatch.setattr(_template, "_templates", type(_template._templates)())
     monkeypatch.setattr(_template, "_seen", type(_template._seen)())
-    assert _template.specialize("PccRq", ("a", "b", "c", "d")) is None
+    assert _template.usable("PccRq", ("a", "b", "c", "d")) is None
     assert "PccRq" not in _template._templates
-    assert _template.specialize("PccRq", ("e", "f", "g", "h")) is not None
+    assert _template.usable("PccRq", ("e", "f", "g", "h")) is not None
 
 
 def test_templates_and_shapes_met_once_are_bounded(monkeypatch):
     monkeypatch.setattr(_template, "_templates", type(_template._templates)())
     monkeypatch.setattr(_template, "_seen", type(_template._seen)())
     for count in range(_template._MOST_SEEN + 300):
-        _template.specialize("P" + "c" * (count % 300), tuple(f"n{i}" for i in range(count % 300)))
+        _template.usable("P" + "c" * (count % 300), tuple(f"n{i}" for i in range(count % 300)))
     assert len(_template._templates) <= _template._MOST_TEMPLATES
     assert len(_template._seen) <= _template._MOST_SEEN
     assert max(map(len, _template._templates)) <= _template._MOST_ENTRIES + 1
