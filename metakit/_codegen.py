@@ -24,6 +24,7 @@ from metakit import _template
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
 from metakit._source import function_lines, header, unwritable, writable_names
+from metakit._weak import WeakValues
 
 # Every generated function shares these globals: generated code reads
 # nothing else, so no class and no user object can be reached from them.
@@ -114,28 +115,13 @@ def _forget_source(entry: tuple[int, None, list[str], str], _lifetime: object) -
 
 
 _lock = threading.Lock()
-# Weak references to live shared code, by (label, layout) and by file name
-# (they keep alive the callbacks that end the ``linecache`` entries); the
-# last suffix each label's file name took, for labels of live classes (see
-# ``_free_filename``).  A dead reference counts as absent; dead ones are
-# dropped whenever the indexes have doubled (see ``_index``).
-_by_key: dict[tuple[str, Layout], weakref.ref[_Shared]] = {}
-_by_filename: dict[str, weakref.ref[_Shared]] = {}
-_prune_at = 64
+# Live shared code by (label, layout) and by file name (both hold the one weak
+# reference whose callback ends the ``linecache`` entry); the last suffix each
+# label's file name took, for labels of live classes (see ``_free_filename``).
+_by_key: WeakValues[tuple[str, Layout], _Shared] = WeakValues()
+_by_filename: WeakValues[str, _Shared] = WeakValues()
 _suffixes: dict[str, int] = {}
 _suffixes_bound = 64
-
-
-def _index(key: tuple[str, Layout], filename: str, lifetime: weakref.ref[_Shared]) -> None:
-    """Enter *lifetime* in both indexes; drop the dead references once they have doubled.  Under ``_lock``."""
-    global _by_key, _by_filename, _prune_at  # noqa: PLW0603  # this module's own state, under _lock
-    _by_key[key] = _by_filename[filename] = lifetime
-    if len(_by_filename) > _prune_at:
-        # A live reference is never overwritten (its key and its file name
-        # are taken while it lives), so none whose callback is pending goes.
-        _by_key = {key: ref for key, ref in list(_by_key.items()) if ref() is not None}
-        _by_filename = {name: ref for name, ref in list(_by_filename.items()) if ref() is not None}
-        _prune_at = max(64, 2 * len(_by_filename))
 
 
 def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
@@ -147,8 +133,7 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     label = printable(f"{module}.{qualname}")
     key = (label, layout)
     with _lock:
-        lifetime = _by_key.get(key)
-        shared = None if lifetime is None else lifetime()
+        shared = _by_key.get(key)
         if shared is None:
             shared = _share(key, qualname)
     return GeneratedMethods(layout, shared, module, qualname, label)
@@ -172,7 +157,9 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Shared:
     # no file to compare it with.
     entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
-    _index(key, filename, weakref.ref(shared, functools.partial(_forget_source, entry)))
+    lifetime = weakref.ref(shared, functools.partial(_forget_source, entry))
+    _by_key.hold(key, lifetime)
+    _by_filename.hold(filename, lifetime)
     return shared
 
 
@@ -274,17 +261,14 @@ def _forget_suffixes() -> None:
     """Drop the suffixes of labels that no live class has any more, once they have doubled."""
     global _suffixes_bound  # noqa: PLW0603  # this module's own state, under _lock
     if len(_suffixes) > _suffixes_bound:
-        live = {label for (label, _), ref in list(_by_key.items()) if ref() is not None}
+        live = {label for label, _ in _by_key.keys()}  # noqa: SIM118  # a WeakValues, not a dict
         for label in [label for label in _suffixes if label not in live]:
             del _suffixes[label]
         _suffixes_bound = max(64, 2 * len(_suffixes))
 
 
 def _taken(filename: str) -> bool:
-    if filename in linecache.cache:
-        return True
-    lifetime = _by_filename.get(filename)
-    return lifetime is not None and lifetime() is not None
+    return filename in linecache.cache or _by_filename.get(filename) is not None
 
 
 # --- linecache.checkcache, made safe for entries that go away ----------------

@@ -32,7 +32,14 @@ class WeakValues(Generic[_K, _V]):
         return None if ref is None else ref()
 
     def __setitem__(self, key: _K, value: _V) -> None:
-        self._refs[key] = weakref.ref(value)
+        self.hold(key, weakref.ref(value))
+
+    def hold(self, key: _K, ref: weakref.ref[_V]) -> None:
+        """Keep *ref*, a weak reference to the value for *key*: one that has a callback, or that others share.
+
+        The reference stays alive as long as its value does, so its callback runs.
+        """
+        self._refs[key] = ref
         if len(self._refs) > self._prune_at:
             self._refs = {key: ref for key, ref in self._refs.items() if ref() is not None}
             self._prune_at = max(64, 2 * len(self._refs))
@@ -40,6 +47,10 @@ class WeakValues(Generic[_K, _V]):
     def pop(self, key: _K) -> None:
         """Forget *key*, if it is there."""
         self._refs.pop(key, None)
+
+    def __len__(self) -> int:
+        """How many references it holds, dead ones not yet dropped included."""
+        return len(self._refs)
 
     def values(self) -> list[_V]:
         """The live values, oldest first."""
