@@ -76,15 +76,18 @@ class GeneratedMethods:
         self.names = layout.included
         self._shared = shared
         codes = shared.codes
-        self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = FunctionType(
-            codes[ASDICT], _GLOBALS, ASDICT, _ASDICT_DEFAULTS
-        )
-        self.astuple: Callable[[Any], tuple[Any, ...]] = FunctionType(codes[ASTUPLE], _GLOBALS, ASTUPLE)
-        self.replace: Callable[..., Any] = FunctionType(codes[REPLACE], _GLOBALS, REPLACE)
-        for function in (self.asdict, self.astuple, self.replace):
-            function.__module__ = module
-            if sys.version_info < (3, 11):  # from 3.11 on, it comes from the code's co_qualname
+        # Each function takes its name from its code (and from 3.11 on, its
+        # qualified name from the code's co_qualname).
+        asdict = FunctionType(codes[ASDICT], _GLOBALS, None, _ASDICT_DEFAULTS)
+        astuple = FunctionType(codes[ASTUPLE], _GLOBALS)
+        replace = FunctionType(codes[REPLACE], _GLOBALS)
+        asdict.__module__ = astuple.__module__ = replace.__module__ = module
+        if sys.version_info < (3, 11):
+            for function in (asdict, astuple, replace):
                 function.__qualname__ = f"{qualname}.{function.__name__}"
+        self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = asdict
+        self.astuple: Callable[[Any], tuple[Any, ...]] = astuple
+        self.replace: Callable[..., Any] = replace
 
     @property
     def source(self) -> str:

@@ -98,32 +98,32 @@ class Layout(NamedTuple):
         return tuple([name for name, role in zip(self.names, self.roles, strict=True) if role != REFUSED])
 
 
-def init_parameters(init: object) -> tuple[str, ...] | None:
-    """The parameters after ``self`` of the ``__init__`` *init*, if it is a Python function that takes
-    nothing else (no ``*args``, ``**kwargs``, positional-only or keyword-only parameters); else ``None``.
-    """
-    code = getattr(init, "__code__", None)
-    if not isinstance(code, CodeType) or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        return None
-    if code.co_posonlyargcount or code.co_kwonlyargcount:
-        return None
-    return code.co_varnames[1 : code.co_argcount]
+_new_layout: Final = tuple.__new__
+
+_TYPE_CALL: Final = type.__call__
+_OBJECT_NEW: Final = object.__new__
+_ONLY_NAMED_PARAMETERS: Final = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
 
 def takes_by_position(cls: type, arguments: tuple[str, ...]) -> bool:
     """Whether calling *cls* binds *arguments* by position as it would bind them as keywords.
 
     So it does where ``type.__call__`` and ``object.__new__`` hand them to an
-    ``__init__`` whose parameters are exactly *arguments*, in order.  Then
-    ``replace`` may pass them by position, which skips the matching of each
-    keyword to its parameter: about half of ``__init__``'s cost on 15 fields.
+    ``__init__`` that is a Python function whose parameters after ``self``
+    are exactly *arguments*, in order: no ``*args``, ``**kwargs``,
+    positional-only or keyword-only ones.  Then ``replace`` may pass them by
+    position, which skips the matching of each keyword to its parameter:
+    about half of ``__init__``'s cost on 15 fields.
     """
-    return called_as_type_calls(cls) and init_parameters(getattr(cls, "__init__", None)) == arguments
-
-
-def called_as_type_calls(cls: type) -> bool:
-    """Whether calling *cls* hands its arguments to ``__init__`` alone: ``type.__call__`` and ``object.__new__``."""
-    return type(cls).__call__ is type.__call__ and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]
+    called_as_type_calls = type(cls).__call__ is _TYPE_CALL and cls.__new__ is _OBJECT_NEW  # type: ignore[comparison-overlap]
+    code = getattr(getattr(cls, "__init__", None), "__code__", None) if called_as_type_calls else None
+    return (
+        isinstance(code, CodeType)
+        and not code.co_flags & _ONLY_NAMED_PARAMETERS
+        and not code.co_posonlyargcount
+        and not code.co_kwonlyargcount
+        and code.co_varnames[1 : code.co_argcount] == arguments
+    )
 
 
 def layout_of(cls: type) -> Layout:
@@ -141,7 +141,8 @@ def layout_of(cls: type) -> Layout:
         else:
             if plain_texts(names):  # else see ``as_text``
                 plain = tuple(names)
-                return Layout(plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain))
+                # ``Layout(...)`` without its ``__new__`` written in Python.
+                return _new_layout(Layout, (plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain)))
     return _layout_in_general(cls, entries)
 
 

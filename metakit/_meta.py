@@ -23,6 +23,7 @@ import dataclasses
 import inspect
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from itertools import count
 from typing import Any, Final, TypeVar
@@ -81,9 +82,12 @@ class ZeroCopyFields(type):
             # ``type.__new__`` would take the module of the innermost Python
             # frame, which is this one: take our caller's, as it would have.
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
-        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        # ``super()`` costs a few thousand instructions per class: where
+        # ZeroCopyFields is the metaclass itself, the next one is ``type``.
+        new = type.__new__ if mcls is ZeroCopyFields else super().__new__
+        cls = new(mcls, name, bases, namespace, **kwargs)
         with _registry_lock:
-            _registry[next(_made)] = cls
+            _registry.hold(next(_made), weakref.ref(cls))
         if "__dataclass_fields__" in namespace:
             # ``@dataclass(slots=True)`` makes a new class from the old one's
             # namespace, fields included (and then sets its __qualname__).
@@ -255,6 +259,13 @@ def _is_ours(name: str, value: object) -> bool:
 def _place(cls: type, methods: GeneratedMethods) -> None:
     """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not."""
     namespace = cls.__dict__
+    if _METHOD_NAMES.isdisjoint(namespace) and _found(cls) == _DISPATCHERS_FOUND:
+        # The usual class: none of the names of its own, and ``ZeroCopy``'s
+        # methods above it.
+        _set(cls, ASDICT, methods.asdict)
+        _set(cls, ASTUPLE, methods.astuple)
+        _set(cls, REPLACE, methods.replace)
+        return
     for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
         own = namespace.get(name, _ABSENT)
         if own is not _ABSENT and own is not generated and not _is_ours(name, own):
@@ -265,6 +276,11 @@ def _place(cls: type, methods: GeneratedMethods) -> None:
             continue
         if own is not generated:
             _set(cls, name, generated)
+
+
+def _found(cls: type) -> tuple[object, object, object]:
+    """What ``type``'s own lookup finds on *cls* under each method name, in ``METHOD_NAMES``'s order."""
+    return getattr(cls, ASDICT, None), getattr(cls, ASTUPLE, None), getattr(cls, REPLACE, None)
 
 
 def _inherits_users(cls: type, name: str, own: object) -> bool:
@@ -365,3 +381,4 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
 
 _DISPATCHERS.update({name: ZeroCopy.__dict__[name] for name in METHOD_NAMES})
+_DISPATCHERS_FOUND: Final = _found(ZeroCopy)
