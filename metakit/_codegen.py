@@ -229,12 +229,7 @@ def _compile(layout: Layout) -> _Compiled:
     if not writable_names(names):
         raise _BadName(unwritable(names))
     template = _template.usable(_template.template_key(layout), names) if layout.exact else None
-    if template is not None:
-        try:
-            return _Compiled(template.lines(names), template, names)
-        except Exception:  # any failure of the optimisation: compile for real
-            pass
-    return _Compiled(tuple(function_lines(layout)), None, names)
+    return _Compiled(tuple(function_lines(layout)), template, names)
 
 
 # Classes made again and again meet the same layouts; the cache holds no class.

@@ -120,12 +120,13 @@ def _replace_lines(layout: Layout) -> list[str]:
     """
     if not layout.exact:
         return [*_REPLACE_HEAD, "    return _replace_by_dataclasses(self, changes)\n"]
-    pairs = list(zip(layout.names, layout.roles, strict=True))
+    roles = layout.roles
     arguments = layout.arguments
-    refusals = [f"{name!r} in changes" for name, role in pairs if role == REFUSED]
-    refusals += [f"{name!r} not in changes" for name, role in pairs if role == REQUIRED]
     lines = [*_REPLACE_HEAD, "    if changes:\n"]
-    if refusals:
+    if REFUSED in roles or REQUIRED in roles:
+        pairs = list(zip(layout.names, roles, strict=True))
+        refusals = [f"'{name}' in changes" for name, role in pairs if role == REFUSED]
+        refusals += [f"'{name}' not in changes" for name, role in pairs if role == REQUIRED]
         lines += [
             f"        if {' or '.join(refusals)}:\n",
             "            return _replace_by_dataclasses(self, changes)\n",
@@ -133,35 +134,50 @@ def _replace_lines(layout: Layout) -> list[str]:
     if layout.by_position:
         lines += [
             "        arguments = (\n",
-            *[f"            changes.pop({name!r}) if {name!r} in changes else self.{name},\n" for name in arguments],
+            *[f"            changes.pop('{name}') if '{name}' in changes else self.{name},\n" for name in arguments],
             "        )\n",
             "        if changes:  # names that are no fields: __init__ refuses them\n",
             "            return self.__class__(*arguments, **changes)\n",
             "        return self.__class__(*arguments)\n",
         ]
+        passed = [f"        self.{name},\n" for name in arguments]
     else:
         for name in arguments:
-            lines += [f"        if {name!r} not in changes:\n", f"            changes[{name!r}] = self.{name}\n"]
+            lines += [f"        if '{name}' not in changes:\n", f"            changes['{name}'] = self.{name}\n"]
         lines.append("        return self.__class__(**changes)\n")
-    if REQUIRED in layout.roles:
+        passed = [f"        {name}=self.{name},\n" for name in arguments]
+    if REQUIRED in roles:
         return [*lines, "    return _replace_by_dataclasses(self, changes)\n"]
-    passed = [
-        f"        self.{name},\n" if layout.by_position else f"        {name}=self.{name},\n" for name in arguments
-    ]
     return [*lines, "    return self.__class__(\n", *passed, "    )\n"]
 
 
 def function_lines(layout: Layout) -> list[str]:
     """The lines of the three generated functions for *layout*, each with its newline."""
-    return [
+    included = layout.included
+    lines = [
         *_ASDICT_HEAD,
-        *[f"        {name!r}: self.{name},\n" for name in layout.included],
+        *[f"        '{name}': self.{name},\n" for name in included],
         *_ASDICT_TAIL,
         *_ASTUPLE_HEAD,
-        *[f"        self.{name},\n" for name in layout.included],
+        *[f"        self.{name},\n" for name in included],
         *_ASTUPLE_TAIL,
         *_replace_lines(layout),
     ]
+    # Each name is written in quotes as its string literal.  A writable name
+    # holds no quote, backslash or newline, so that is its ``repr`` unless it
+    # holds a character that is not printable (``repr`` escapes those).
+    if not "".join(layout.names).isprintable():
+        return _with_escapes(lines, layout.names)
+    return lines
+
+
+def _with_escapes(lines: list[str], names: tuple[str, ...]) -> list[str]:
+    """*lines* with each name that is not printable written as its ``repr`` where it is quoted."""
+    for name in names:
+        if not name.isprintable():
+            quoted, literal = f"'{name}'", repr(name)
+            lines = [line.replace(quoted, literal) for line in lines]
+    return lines
 
 
 def methods_source(layout: Layout, owner: str) -> str:

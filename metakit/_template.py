@@ -5,9 +5,9 @@ Yet the code for one *shape* of fields (how many there are, and what each is
 to ``replace``) differs between classes only in the names it reads: its
 ``co_names`` and the strings in its ``co_consts``.  So each shape is
 compiled once with the placeholder names ``_0``, ``_1``, ..., and a class
-gets a copy made by ``CodeType.replace`` with its own names.  Its source
-lines are copied too: the lines without a field's name as they are, the
-others from ``%`` formats.
+gets a copy made by ``CodeType.replace`` with its own names.  (Its source
+text is written by ``_source``, for every class alike: f-strings cost less
+than any copy of the template's text.)
 
 Positions are kept by line only.  A column depends on the length of every
 name before it on its line, so a copied column table would be wrong; the
@@ -22,17 +22,15 @@ source for real (see ``usable``).
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
-from itertools import groupby
 from operator import itemgetter
 from types import CodeType
 from typing import Any, Final
 
 from metakit._fields import Layout
-from metakit._source import function_lines, methods_source
+from metakit._source import methods_source
 
 # A template's key: "P" or "K" (replace passes __init__'s arguments by
 # position or by keyword), then one letter per entry of the layout.  Lower
@@ -182,60 +180,6 @@ class _Recipe:
             return self.code.replace(co_names=self._names(pool), co_consts=self._consts(pool), co_filename=filename)
 
 
-# In the source, a field's name is written only as ``self.<name>``, as a
-# keyword ``<name>=`` and as ``repr(<name>)``: each becomes a ``%s`` in the
-# template's text.
-_FIELD_IN_SOURCE: Final = re.compile(r"(?:\bself\.|\b(?=_\d+=))_(\d+)\b|'_(\d+)'")
-
-
-class _Format:
-    """A run of source lines that hold field names, as one ``%`` format."""
-
-    __slots__ = ("_holes", "_text")
-
-    def __init__(self, text: str, count: int) -> None:
-        order: list[int] = []  # for each ``%s``: its index in the names, then their reprs
-
-        def hole(match: re.Match[str]) -> str:
-            name, literal = match.groups()
-            if name is not None:
-                order.append(int(name))
-                return match.group()[: -len(name) - 1] + "%s"
-            order.append(count + int(literal))
-            return "%s"
-
-        self._text = _FIELD_IN_SOURCE.sub(hole, text.replace("%", "%%"))
-        self._holes = _getter(tuple(order))
-
-    def __call__(self, values: tuple[str, ...]) -> list[str]:
-        """The lines, for *values*: the names and then their reprs."""
-        return (self._text % self._holes(values)).splitlines(True)
-
-
-class _SourceRecipe:
-    """How to write the source lines for other names from the template's.
-
-    Lines without a field's name are kept as they are; each run of lines
-    with names is one ``_Format``.
-    """
-
-    __slots__ = ("_pieces",)
-
-    def __init__(self, lines: list[str], count: int) -> None:
-        self._pieces: list[tuple[str, ...] | _Format] = []
-        for has_names, run in groupby(lines, key=lambda line: _FIELD_IN_SOURCE.search(line) is not None):
-            text = "".join(run)
-            self._pieces.append(_Format(text, count) if has_names else tuple(text.splitlines(True)))
-
-    def lines(self, names: tuple[str, ...]) -> tuple[str, ...]:
-        """The lines for fields *names*."""
-        values = names + tuple(map(repr, names))
-        lines: list[str] = []
-        for piece in self._pieces:
-            lines += piece if isinstance(piece, tuple) else piece(values)
-        return tuple(lines)
-
-
 def same_code(a: CodeType, b: CodeType) -> bool:
     """Whether *a* and *b* run the same bytecode with the same names, constants and lines."""
     return (
@@ -256,7 +200,6 @@ class Template:
         self.codes: dict[str, CodeType] = {}
         self.reads: frozenset[str] = frozenset()
         self._recipes: tuple[_Recipe, ...] = ()
-        self._source = _SourceRecipe([], 0)
         try:
             self.trusted = self._build()
         except Exception:  # any failure means no template (see the module's docstring)
@@ -266,7 +209,6 @@ class Template:
         """Compile the template and check it against a real compile; whether it agrees."""
         self.codes = self._compiled(self.placeholders)
         self._recipes = tuple(_Recipe(code, self.placeholders) for code in self.codes.values())
-        self._source = _SourceRecipe(function_lines(_layout(self.key, self.placeholders)), len(self.placeholders))
         # Names the code reads besides the fields (``isinstance``, ``KeyError``,
         # ...).  ``compile`` holds a field of the same name once in
         # ``co_names``, a copy of the template twice: such fields are
@@ -276,11 +218,7 @@ class Template:
         sample = tuple(f"s{i}_" + "é" * (i % 3) + "w" * (i * 7 % 40) for i in range(len(self.placeholders)))
         ours = self.specialize(sample)
         theirs = self._compiled(sample)
-        return (
-            ours.keys() == theirs.keys()
-            and all(same_code(ours[m], theirs[m]) for m in ours)
-            and self.lines(sample) == tuple(function_lines(_layout(self.key, sample)))
-        )
+        return ours.keys() == theirs.keys() and all(same_code(ours[m], theirs[m]) for m in ours)
 
     def _compiled(self, names: tuple[str, ...]) -> dict[str, CodeType]:
         codes = compile_methods(methods_source(_layout(self.key, names), "template"))
@@ -294,10 +232,6 @@ class Template:
         The code is under *filename*, as the methods of the class *qualname*.
         """
         return {recipe.code.co_name: recipe.copy(names, filename, qualname) for recipe in self._recipes}
-
-    def lines(self, names: tuple[str, ...]) -> tuple[str, ...]:
-        """The source lines of the methods for fields *names*, without the header: ``function_lines``'s."""
-        return self._source.lines(names)
 
 
 # Templates by key, least recently used first; and the keys met once, which
