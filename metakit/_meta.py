@@ -262,7 +262,7 @@ def _is_ours(name: str, value: object) -> bool:
 def _place(cls: type, methods: GeneratedMethods) -> None:
     """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not."""
     namespace = cls.__dict__
-    if _METHOD_NAMES.isdisjoint(namespace) and _found(cls) == _DISPATCHERS_FOUND:
+    if _METHOD_NAMES.isdisjoint(namespace) and _finds_dispatchers(cls):
         # The usual class: none of the names of its own, and ``ZeroCopy``'s
         # methods above it.
         _set(cls, ASDICT, methods.asdict)
@@ -281,9 +281,13 @@ def _place(cls: type, methods: GeneratedMethods) -> None:
             _set(cls, name, generated)
 
 
-def _found(cls: type) -> tuple[object, object, object]:
-    """What ``type``'s own lookup finds on *cls* under each method name, in ``METHOD_NAMES``'s order."""
-    return getattr(cls, ASDICT, None), getattr(cls, ASTUPLE, None), getattr(cls, REPLACE, None)
+def _finds_dispatchers(cls: type) -> bool:
+    """Whether ``type``'s own lookup finds ``ZeroCopy``'s method on *cls* under each name (compared by identity)."""
+    return (
+        getattr(cls, ASDICT, None) is _DISPATCHERS[ASDICT]
+        and getattr(cls, ASTUPLE, None) is _DISPATCHERS[ASTUPLE]
+        and getattr(cls, REPLACE, None) is _DISPATCHERS[REPLACE]
+    )
 
 
 def _inherits_users(cls: type, name: str, own: object) -> bool:
@@ -384,4 +388,3 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
 
 _DISPATCHERS.update({name: ZeroCopy.__dict__[name] for name in METHOD_NAMES})
-_DISPATCHERS_FOUND: Final = _found(ZeroCopy)

@@ -458,3 +458,32 @@ def test_names_with_zero_width_joiners_run_the_code_of_the_source_shown(name):
     cls = made_twice([name, "plain"], "Joiner")
     assert_installed_code_is_its_compiled_source(cls)
     assert cls(1, 2).asdict_zerocopy() == {name: 1, "plain": 2}
+
+
+# --- a user's value under a method name is only ever compared by identity -----
+
+
+class _Hostile:
+    """A callable class attribute that refuses to be compared."""
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("metakit compared a user's value with ==")
+
+    __hash__ = object.__hash__
+
+    def __call__(self, *args: object) -> str:
+        return "the user's"
+
+
+def test_a_users_value_that_refuses_comparison_is_inherited_untouched():
+    class Base(ZeroCopy):
+        asdict_zerocopy = _Hostile()
+
+    @dataclass
+    class Record(Base):
+        x: int
+
+    assert "asdict_zerocopy" not in Record.__dict__  # rule 1: the inherited user's value stays in front
+    assert Record(1).asdict_zerocopy() == "the user's"
+    assert Record(1).astuple_zerocopy() == (1,)
+    assert metakit.asdict_zerocopy(Record(1)) == {"x": 1}
