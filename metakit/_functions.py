@@ -28,15 +28,38 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-_plain: Final[weakref.WeakKeyDictionary[type, GeneratedMethods]] = weakref.WeakKeyDictionary()
-"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make."""
+_plain: Final[weakref.WeakKeyDictionary[type, tuple[GeneratedMethods, tuple[object, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make, with ``_calls(cls)`` when made."""
+
+
+def _calls(cls: type) -> tuple[object, ...]:
+    """What calling *cls* runs, which decides how ``replace`` passes arguments (see ``Layout.by_position``).
+
+    No metaclass watches a dataclass that ``ZeroCopyFields`` did not make,
+    so ``replace`` compares this, by identity, with what it was when its
+    code was made: an ``__init__`` or ``__new__`` assigned later is seen.
+    """
+    return getattr(cls, "__init__", None), cls.__new__, type(cls).__call__
 
 
 def _plain_methods(cls: type) -> GeneratedMethods:
-    methods = _plain.get(cls)
-    if methods is None:
-        methods = _plain.setdefault(cls, generate(cls.__module__, cls.__qualname__, layout_of(cls)))
-    return methods
+    entry = _plain.get(cls)
+    if entry is None:
+        entry = _plain.setdefault(cls, (generate(cls.__module__, cls.__qualname__, layout_of(cls)), _calls(cls)))
+    return entry[0]
+
+
+def _plain_replace_methods(cls: type) -> GeneratedMethods:
+    """``_plain_methods(cls)``, made again if calling *cls* has changed since and its ``replace`` passes positions."""
+    entry = _plain.get(cls)
+    if entry is not None and entry[0].layout.by_position:
+        init, new, call = entry[1]
+        if getattr(cls, "__init__", None) is not init or cls.__new__ is not new or type(cls).__call__ is not call:
+            entry = _plain[cls] = (generate(cls.__module__, cls.__qualname__, layout_of(cls)), _calls(cls))
+        return entry[0]
+    return _plain_methods(cls)
 
 
 def methods_of(cls: object) -> GeneratedMethods:
@@ -126,7 +149,7 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     if type(methods) is not GeneratedMethods:
         if isinstance(obj, type) or not is_dataclass(obj):
             raise TypeError("replace() should be called on dataclass instances")  # dataclasses.replace's words
-        methods = _plain_methods(type(obj))
+        methods = _plain_replace_methods(type(obj))
     result: _T = methods.replace(obj, **changes)
     return result
 

@@ -220,17 +220,34 @@ def _install(cls: type) -> None:
     # metakit's own writes go straight to ``type``: nothing need watch them.
     _set(cls, STATE, methods)
     _place(cls, methods)
+    if type.__subclasses__(cls):
+        # Overrides below may reach the new methods through ``super()`` (rule 2).
+        for member in _family(cls):
+            _guard_bases(member)
 
 
 def _changed(cls: type) -> None:
-    """Apply the rules again to *cls* and to every class below it: a user changed one of its methods."""
-    family = list(_family(cls))
-    # Subclasses first: a class that gets its generated method back must
-    # not, meanwhile, let its subclasses inherit it in place of their own.
-    for member in reversed(family):
+    """Apply the rules again to *cls* and to every class below it: a user changed one of its methods.
+
+    Each class is decided as its bases will be when all is done, so from the
+    top down.  The generated methods that go are taken away from the top
+    down too, and those that come back are put back from the bottom up: no
+    class ever inherits a base's generated method in place of its own.
+    """
+    family = _family(cls)
+    coming_back: dict[tuple[int, str], object] = {}
+    back: list[tuple[type, str, object]] = []
+    for member in family:
         methods = member.__dict__.get(STATE)
         if type(methods) is GeneratedMethods:
-            _place(member, methods)
+            gone, wanted = _placing(member, methods, coming_back)
+            for name in gone:
+                _delete(member, name)
+            for name, generated in wanted:
+                coming_back[id(member), name] = generated
+                back.append((member, name, generated))
+    for member, name, generated in reversed(back):
+        _set(member, name, generated)
     for member in family:
         _guard_bases(member)
 
@@ -242,16 +259,20 @@ def _guard_above(cls: type) -> None:
         _dispatch(mro[mro.index(cls) + 1 :])
 
 
-def _family(cls: type) -> Iterator[type]:
-    """*cls* and its subclasses, each once, every class before its subclasses."""
-    seen: set[type] = set()
+def _family(cls: type) -> list[type]:
+    """*cls* and its subclasses, each once, every class after its bases."""
+    seen: set[int] = set()  # by identity: a metaclass may define __eq__ and __hash__
+    family = []
     todo = [cls]
     while todo:
-        member = todo.pop(0)
-        if member not in seen:
-            seen.add(member)
-            yield member
+        member = todo.pop()
+        if id(member) not in seen:
+            seen.add(id(member))
+            family.append(member)
             todo += type.__subclasses__(member)
+    # A class's MRO is longer than that of each of its bases.
+    family.sort(key=lambda member: len(member.__mro__))
+    return family
 
 
 def _is_ours(name: str, value: object) -> bool:
@@ -261,24 +282,43 @@ def _is_ours(name: str, value: object) -> bool:
 
 def _place(cls: type, methods: GeneratedMethods) -> None:
     """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not."""
-    namespace = cls.__dict__
-    if _METHOD_NAMES.isdisjoint(namespace) and _finds_dispatchers(cls):
+    if _METHOD_NAMES.isdisjoint(cls.__dict__) and _finds_dispatchers(cls):
         # The usual class: none of the names of its own, and ``ZeroCopy``'s
         # methods above it.
         _set(cls, ASDICT, methods.asdict)
         _set(cls, ASTUPLE, methods.astuple)
         _set(cls, REPLACE, methods.replace)
         return
+    gone, wanted = _placing(cls, methods, {})
+    for name in gone:
+        _delete(cls, name)
+    for name, generated in wanted:
+        _set(cls, name, generated)
+
+
+def _placing(
+    cls: type, methods: GeneratedMethods, coming_back: dict[tuple[int, str], object]
+) -> tuple[list[str], list[tuple[str, object]]]:
+    """Rule 1 for *cls*: the names whose generated method must go, and the generated methods it must get.
+
+    *coming_back* holds the generated methods that classes above will get,
+    by ``(id(class), name)``.
+    """
+    namespace = cls.__dict__
+    gone: list[str] = []
+    wanted: list[tuple[str, object]] = []
     for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
         own = namespace.get(name, _ABSENT)
         if own is not _ABSENT and own is not generated and not _is_ours(name, own):
             continue  # the user's
-        if not (name is REPLACE and _DATACLASSES_GIVE_REPLACE) and _inherits_users(cls, name, own):
+        if _inherits_users(cls, name, own, coming_back):
             if own is not _ABSENT:  # the user's method above was put there later
-                _delete(cls, name)
-            continue
-        if own is not generated:
-            _set(cls, name, generated)
+                gone.append(name)
+        elif own is not generated and own is not _DISPATCHERS[name]:
+            # (``ZeroCopy``'s method, put there by rule 2, stays: it serves
+            # the instance's own class too.)
+            wanted.append((name, generated))
+    return gone, wanted
 
 
 def _finds_dispatchers(cls: type) -> bool:
@@ -290,25 +330,26 @@ def _finds_dispatchers(cls: type) -> bool:
     )
 
 
-def _inherits_users(cls: type, name: str, own: object) -> bool:
-    """Whether *cls*, which holds *own* under *name*, inherits a method of that name that a user wrote."""
+def _inherits_users(cls: type, name: str, own: object, coming_back: dict[tuple[int, str], object]) -> bool:
+    """Whether *cls*, which holds *own* under *name*, inherits a method of that name that a user wrote.
+
+    *coming_back* is as for ``_placing``.
+    """
+    if name is REPLACE and _DATACLASSES_GIVE_REPLACE and "__dataclass_fields__" in cls.__dict__:
+        return False  # dataclasses gives the dataclass a __replace__ of its own: so does metakit
     if own is _ABSENT:
         # What ``type``'s own lookup finds: most often ``ZeroCopy``'s method,
         # or a base's generated one.
         found = getattr(cls, name, _ABSENT)
         if found is _DISPATCHERS[name] or is_generated(found):
             return False
-    inherited = _inherited(cls.__mro__, name)
-    return inherited is not _ABSENT and not _is_ours(name, inherited)
-
-
-def _inherited(mro: tuple[type, ...], name: str) -> object:
-    """What *name* is in the first class after ``mro[0]`` that has it (``_ABSENT`` where none has)."""
-    for base in mro[1:]:
+    for base in cls.__mro__[1:]:
         namespace = base.__dict__
+        if (id(base), name) in coming_back:
+            return False
         if name in namespace:
-            return namespace[name]
-    return _ABSENT
+            return not _is_ours(name, namespace[name])
+    return False
 
 
 def _guard_bases(cls: type) -> None:

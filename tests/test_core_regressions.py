@@ -4,6 +4,7 @@ each named after the defect it pins down."""
 from __future__ import annotations
 
 import abc
+import dataclasses
 import gc
 import linecache
 import subprocess
@@ -487,3 +488,174 @@ def test_a_users_value_that_refuses_comparison_is_inherited_untouched():
     assert Record(1).asdict_zerocopy() == "the user's"
     assert Record(1).astuple_zerocopy() == (1,)
     assert metakit.asdict_zerocopy(Record(1)) == {"x": 1}
+
+
+# --- late changes decided as the same change written in the class bodies --------
+
+
+def _five_levels(method: str | None = None, at: int | None = None) -> list[type]:
+    """A (ZeroCopy) -> B -> U (undecorated) -> C -> D, with a user's *method* in the body of level *at*."""
+
+    def namespace(level: int, names: list[str]) -> dict[str, Any]:
+        body: dict[str, Any] = {"__module__": __name__, "__annotations__": dict.fromkeys(names, int)}
+        body.update(dict.fromkeys(names, 0))
+        if method is not None and level == at:
+            body[method] = _USERS[method]
+        return body
+
+    a = dataclass(type("A", (ZeroCopy,), namespace(0, ["a"])))
+    b = dataclass(type("B", (a,), namespace(1, ["b"])))
+    u = type("U", (b,), namespace(2, []))
+    c = dataclass(type("C", (u,), namespace(3, ["c"])))
+    d = dataclass(type("D", (c,), namespace(4, ["d"])))
+    return [a, b, u, c, d]
+
+
+_USERS: dict[str, Any] = {
+    "asdict_zerocopy": lambda self, skip_fields=None: "user's",
+    "astuple_zerocopy": lambda self: "user's",
+    "__replace__": lambda self, /, **changes: "user's",
+}
+
+
+@pytest.mark.parametrize("method", list(_USERS))
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_an_override_assigned_late_to_a_base_reaches_every_class_below_as_one_in_its_body(method, at):
+    # The decorated classes two levels down used to keep their generated
+    # methods: they were decided before the classes between them and the
+    # override (bottom up), which still held theirs.
+    in_body = [getattr(cls(), method)() == "user's" for cls in _five_levels(method, at)]
+    late = _five_levels()
+    setattr(late[at], method, _USERS[method])
+    assert [getattr(cls(), method)() == "user's" for cls in late] == in_body
+    delattr(late[at], method)  # and each class gets its own generated method back
+    assert [cls().astuple_zerocopy() for cls in late] == [(0,), (0, 0), (0, 0), (0, 0, 0), (0, 0, 0, 0)]
+    assert [cls().asdict_zerocopy() for cls in late][-1] == {"a": 0, "b": 0, "c": 0, "d": 0}
+
+
+@pytest.mark.parametrize("what", ["__init__", "__new__"])
+def test_an_init_assigned_later_to_a_base_keeps_super_in_an_override_below_serving_the_instance(what):
+    # The base's methods were made again for the new __init__ and put in
+    # place of ZeroCopy's, which rule 2 had put there for the override.
+    @dataclass
+    class Base(ZeroCopy):
+        x: int = 1
+
+    @dataclass
+    class Sub(Base):
+        y: int = 2
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> dict[str, Any]:
+            return super().asdict_zerocopy(skip_fields)
+
+        def astuple_zerocopy(self) -> tuple[Any, ...]:
+            return super().astuple_zerocopy()
+
+    if what == "__init__":
+        written = Base.__init__
+
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:  # another function, which calls the same
+            written(self, *args, **kwargs)
+
+        Base.__init__ = init  # type: ignore[method-assign]
+    else:
+        Base.__new__ = staticmethod(lambda cls, *args, **kwargs: object.__new__(cls))  # type: ignore[assignment]
+    assert Sub().asdict_zerocopy() == {"x": 1, "y": 2}
+    assert Sub().astuple_zerocopy() == (1, 2)
+    assert Base().astuple_zerocopy() == (1,)
+    assert metakit.replace(Sub(), x=5) == Sub(5, 2)
+
+
+def test_an_override_deleted_from_a_base_without_zerocopy_gives_each_class_below_its_own_method():
+    # Without ZeroCopy above, a class below met the mixin's method while its
+    # base's generated one was still to come back, and kept none of its own.
+    class Mixin:
+        def asdict_zerocopy(self, skip_fields: Any = None) -> str:
+            return "mixin's"
+
+    @dataclass
+    class Base(metaclass=ZeroCopyFields):
+        a: int = 1
+
+    class Mid(Base, Mixin):
+        pass
+
+    @dataclass
+    class Leaf(Mid):
+        b: int = 2
+
+    Base.asdict_zerocopy = lambda self, skip_fields=None: "override"  # type: ignore[attr-defined]
+    assert Leaf().asdict_zerocopy() == "override"  # type: ignore[attr-defined]
+    del Base.asdict_zerocopy  # type: ignore[attr-defined]
+    assert Leaf().asdict_zerocopy() == {"a": 1, "b": 2}  # type: ignore[attr-defined]
+    assert Base().asdict_zerocopy() == {"a": 1}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("where", ["base body", "mixin body", "base, assigned later"])
+def test_a_new_assigned_to_an_undecorated_subclass_keeps_the_replace_it_inherits(where):
+    # On 3.13, the methods that such a subclass then gets of its own took
+    # ``__replace__`` as ``dataclasses`` gives it to every dataclass: but
+    # the subclass is no dataclass of its own, and inherits the user's.
+    def users(self: Any, /, **changes: Any) -> str:
+        return "user's"
+
+    class Mixin:
+        pass
+
+    if where == "mixin body":
+        Mixin.__replace__ = users  # type: ignore[attr-defined]
+
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+        if where == "base body":
+            __replace__ = users
+
+    class Sub(Mixin, Base):
+        pass
+
+    if where == "base, assigned later":
+        Base.__replace__ = users  # type: ignore[method-assign]
+    Sub.__new__ = staticmethod(lambda cls, *args, **kwargs: object.__new__(cls))  # type: ignore[assignment]
+    assert Sub().__replace__() == "user's"
+    assert metakit.replace(Sub(), a=2).a == 2  # the function form runs the generated code all the same
+
+
+@pytest.mark.parametrize("what", ["__init__ in another order", "keyword-only __init__", "__new__"])
+def test_replace_on_a_plain_dataclass_sees_an_init_or_new_assigned_after_its_first_call(what):
+    # No metaclass watches a plain dataclass: its code, made on the first
+    # call, kept passing positions to whatever __init__ came later.
+    @dataclass
+    class Plain:
+        a: int = 1
+        b: int = 2
+
+    assert metakit.replace(Plain(), a=5) == Plain(5, 2)
+    calls: list[object] = []
+    if what == "__init__ in another order":
+
+        def init(self: Any, b: int = 0, a: int = 0) -> None:
+            self.a, self.b = a, b
+
+        Plain.__init__ = init  # type: ignore[method-assign]
+    elif what == "keyword-only __init__":
+
+        def init(self: Any, *, a: int, b: int) -> None:
+            self.a, self.b = a, b
+
+        Plain.__init__ = init  # type: ignore[method-assign]
+    else:
+
+        def new(cls: type, *args: object, **kwargs: object) -> object:
+            calls.append((args, kwargs))
+            return object.__new__(cls)
+
+        Plain.__new__ = staticmethod(new)  # type: ignore[assignment]
+    obj = object.__new__(Plain)
+    obj.a, obj.b = 1, 2
+    expected = dataclasses.replace(obj, a=5)
+    expected_calls = list(calls)
+    calls.clear()
+    got = metakit.replace(obj, a=5)
+    assert (got.a, got.b) == (expected.a, expected.b) == (5, 2)
+    assert calls == expected_calls
