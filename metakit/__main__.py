@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 import sysconfig
 import types
@@ -80,11 +79,11 @@ def _run(prog: str, args: list[str]) -> int:
         from metakit import bench
 
         return bench.main(rest, prog=f"{prog} bench")
-    _check_stubgen(rest)
+    _check_stubgen(f"{prog} stubgen", rest)
     from metakit import stubgen
 
     try:
-        status: int = stubgen.main(rest)
+        status: int = stubgen.main(rest, prog=f"{prog} stubgen")
     except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
         raise UsageError(f"cannot write the stub: {error}") from None
     return status
@@ -143,19 +142,24 @@ def _show_notes(cls: type) -> list[str]:
     ]
 
 
-def _check_stubgen(argv: list[str]) -> None:
+def _check_stubgen(prog: str, argv: list[str]) -> None:
     """Check what ``stubgen`` will need before it runs: the module imports and the output can be written.
 
     Warns when the stub would shadow the real one of a module of the
     standard library or of another installed project.
     """
-    parser = argparse.ArgumentParser(add_help=False)
+    parser = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False)
     parser.add_argument("module", nargs="?")
     parser.add_argument("-o", "--output", default="stubs")
-    known, _ = parser.parse_known_args(argv)
+    try:
+        known, _ = parser.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return  # stubgen's own parser says what is wrong, with its usage
     if known.module is None or "-h" in argv or "--help" in argv:
         return  # stubgen's own parser says what is missing, or prints its help
-    problem = directory_problem(Path(known.output))
+    from metakit.bench.report import output_problem
+
+    problem = output_problem(known.output, directory=True)
     if problem:
         raise UsageError(f"cannot write stubs to {known.output}: {problem}")
     module = import_user_module(known.module)
@@ -181,20 +185,6 @@ def _foreign_owner(module: types.ModuleType) -> str | None:
     for key in ("purelib", "platlib"):
         if path.is_relative_to(Path(paths[key]).resolve()):
             return "an installed project"
-    return None
-
-
-def directory_problem(directory: Path) -> str | None:
-    """Why files cannot be written under *directory* (made if missing), or None if they can."""
-    existing = directory
-    while not existing.exists():
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is not a directory"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"{existing} is not writable"
     return None
 
 

@@ -24,7 +24,6 @@ import inspect
 import sys
 import threading
 import weakref
-from collections.abc import Iterator
 from itertools import count
 from typing import Any, Final, TypeVar
 

@@ -83,10 +83,10 @@ _INITVAR: Final = getattr(dataclasses, "_FIELD_INITVAR", None)
 _STR_SKIP: Final = "skip_fields is a str, which would be read as one-letter names: write skip_fields={'name'}"
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run ``stubgen``; return the process's exit status."""
+def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
+    """Run ``stubgen`` as the program *prog*; return the process's exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m metakit stubgen",
+        prog=prog,
         description="Write a .pyi stub for MODULE with an exact TypedDict per zero-copy dataclass.",
     )
     parser.add_argument("module", metavar="MODULE", help="e.g. metakit.examples.engine")

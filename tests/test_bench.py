@@ -328,3 +328,16 @@ def test_a_wrong_replace_makes_the_benchmark_fail(
     assert "metakit.replace(meta, ...) on FlashAttentionMetadata: field 'slot_mapping' is not the old object" in (
         capsys.readouterr().err
     )
+
+
+def test_a_json_path_through_a_dangling_symbolic_link_exits_with_status_2_before_running(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Writing follows the link: its target's directory is the one that must exist.
+    link = tmp_path / "results.json"
+    link.symlink_to(tmp_path / "missing" / "results.json")
+    monkeypatch.setattr(bench, "_run", lambda quick, progress: pytest.fail("the benchmark ran"))
+    assert bench.main(["--json", str(link)], prog="metakit bench") == 2
+    assert capsys.readouterr().err == (
+        f"metakit bench: error: cannot write --json {link}: there is no directory {tmp_path / 'missing'}\n"
+    )

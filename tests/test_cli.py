@@ -257,3 +257,27 @@ def test_ctrl_c_exits_with_status_130_and_no_traceback():
     assert process.returncode == 130
     assert "Traceback" not in err
     assert err.endswith("python -m metakit: interrupted\n")
+
+
+def test_stubgen_into_a_directory_whose_parent_is_missing_exits_with_status_2(example, tmp_path):
+    # ``-o DIR`` makes DIR, but not the directories above it.
+    target = tmp_path / "missing" / "deeper"
+    result = run("stubgen", MODULE, "-o", str(target), path=example)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"python -m metakit: error: cannot write stubs to {target}: there is no directory {tmp_path / 'missing'}\n"
+    )
+    assert not (tmp_path / "missing").exists()
+    made = tmp_path / "made"
+    assert run("stubgen", MODULE, "-o", str(made), path=example).returncode == 0
+    assert (made / f"{MODULE}.pyi").is_file()
+
+
+@pytest.mark.parametrize("args", [["stubgen", "-o"], ["stubgen", MODULE, "--output"]])
+def test_a_stubgen_option_without_its_value_is_refused_by_the_program_as_invoked(example, args):
+    result = run(*args, path=example)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "usage: python -m metakit stubgen [-h] [-o DIR] MODULE",
+        "python -m metakit stubgen: error: argument -o/--output: expected one argument",
+    ]

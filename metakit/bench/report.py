@@ -53,18 +53,26 @@ def format_number(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def output_problem(path: str) -> str | None:
+def output_problem(path: str | Path, *, directory: bool = False) -> str | None:
     """Why a file cannot be written at *path*, or None if it can.
 
-    Checked before a run, so that a long run does not end in an error.
+    With *directory*, *path* is a directory to write files into, which is
+    made if it is missing: then its parent must exist.  A symbolic link is
+    followed, as writing follows it.  Checked before a run, so that a long
+    run does not end in an error.
     """
-    target = Path(path)
-    if target.is_dir():
-        return f"{path} is a directory"
-    parent = target.parent
-    if not parent.is_dir():
-        return f"there is no directory {parent}"
-    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+    target = Path(os.path.realpath(path))
+    if target.exists():
+        if target.is_dir() != directory:
+            return f"{path} is {'not ' if directory else ''}a directory"
+        where = target
+    else:
+        where = target.parent
+        if where.exists() and not where.is_dir():
+            return f"{where} is not a directory"
+        if not where.is_dir():
+            return f"there is no directory {where}"
+    if not os.access(where, os.W_OK | (os.X_OK if where.is_dir() else 0)):
         return f"{path} is not writable"
     return None
 
