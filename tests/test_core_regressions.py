@@ -493,46 +493,6 @@ def test_a_users_value_that_refuses_comparison_is_inherited_untouched():
 # --- late changes decided as the same change written in the class bodies --------
 
 
-def _five_levels(method: str | None = None, at: int | None = None) -> list[type]:
-    """A (ZeroCopy) -> B -> U (undecorated) -> C -> D, with a user's *method* in the body of level *at*."""
-
-    def namespace(level: int, names: list[str]) -> dict[str, Any]:
-        body: dict[str, Any] = {"__module__": __name__, "__annotations__": dict.fromkeys(names, int)}
-        body.update(dict.fromkeys(names, 0))
-        if method is not None and level == at:
-            body[method] = _USERS[method]
-        return body
-
-    a = dataclass(type("A", (ZeroCopy,), namespace(0, ["a"])))
-    b = dataclass(type("B", (a,), namespace(1, ["b"])))
-    u = type("U", (b,), namespace(2, []))
-    c = dataclass(type("C", (u,), namespace(3, ["c"])))
-    d = dataclass(type("D", (c,), namespace(4, ["d"])))
-    return [a, b, u, c, d]
-
-
-_USERS: dict[str, Any] = {
-    "asdict_zerocopy": lambda self, skip_fields=None: "user's",
-    "astuple_zerocopy": lambda self: "user's",
-    "__replace__": lambda self, /, **changes: "user's",
-}
-
-
-@pytest.mark.parametrize("method", list(_USERS))
-@pytest.mark.parametrize("at", [0, 1, 2])
-def test_an_override_assigned_late_to_a_base_reaches_every_class_below_as_one_in_its_body(method, at):
-    # The decorated classes two levels down used to keep their generated
-    # methods: they were decided before the classes between them and the
-    # override (bottom up), which still held theirs.
-    in_body = [getattr(cls(), method)() == "user's" for cls in _five_levels(method, at)]
-    late = _five_levels()
-    setattr(late[at], method, _USERS[method])
-    assert [getattr(cls(), method)() == "user's" for cls in late] == in_body
-    delattr(late[at], method)  # and each class gets its own generated method back
-    assert [cls().astuple_zerocopy() for cls in late] == [(0,), (0, 0), (0, 0), (0, 0, 0), (0, 0, 0, 0)]
-    assert [cls().asdict_zerocopy() for cls in late][-1] == {"a": 0, "b": 0, "c": 0, "d": 0}
-
-
 @pytest.mark.parametrize("what", ["__init__", "__new__"])
 def test_an_init_assigned_later_to_a_base_keeps_super_in_an_override_below_serving_the_instance(what):
     # The base's methods were made again for the new __init__ and put in

@@ -691,6 +691,10 @@ def test_late_override_on_a_base_reaches_every_descendant(method, level):
     setattr(late_classes[level], method, _OVERRIDES[method])
     late = [getattr(k(), method)() == "OVERRIDE" for k in late_classes]
     assert late == in_body, f"runs the override: in the body {in_body}, assigned late {late}"
+    # README: "After `del Sub.asdict_zerocopy` the class has its own generated method back, never a base's."
+    delattr(late_classes[level], method)
+    assert [k().astuple_zerocopy() for k in late_classes] == [(0,), (0, 0), (0, 0), (0, 0, 0), (0, 0, 0, 0)]
+    assert late_classes[-1]().asdict_zerocopy() == {"a": 0, "b": 0, "c": 0, "d": 0}
 
 
 @pytest.mark.parametrize("what", ["__init__", "__new__"])
