@@ -44,10 +44,15 @@ def _calls(cls: type) -> tuple[object, ...]:
     return getattr(cls, "__init__", None), cls.__new__, type(cls).__call__
 
 
+def _plain_entry(cls: type) -> tuple[GeneratedMethods, tuple[object, ...]]:
+    """New generated methods for the dataclass *cls*, with what calling it runs now."""
+    return generate(cls.__module__, cls.__qualname__, layout_of(cls)), _calls(cls)
+
+
 def _plain_methods(cls: type) -> GeneratedMethods:
     entry = _plain.get(cls)
     if entry is None:
-        entry = _plain.setdefault(cls, (generate(cls.__module__, cls.__qualname__, layout_of(cls)), _calls(cls)))
+        entry = _plain.setdefault(cls, _plain_entry(cls))
     return entry[0]
 
 
@@ -57,7 +62,7 @@ def _plain_replace_methods(cls: type) -> GeneratedMethods:
     if entry is not None and entry[0].layout.by_position:
         init, new, call = entry[1]
         if getattr(cls, "__init__", None) is not init or cls.__new__ is not new or type(cls).__call__ is not call:
-            entry = _plain[cls] = (generate(cls.__module__, cls.__qualname__, layout_of(cls)), _calls(cls))
+            entry = _plain[cls] = _plain_entry(cls)
         return entry[0]
     return _plain_methods(cls)
 

@@ -24,6 +24,7 @@ import inspect
 import sys
 import threading
 import weakref
+from collections.abc import Set
 from itertools import count
 from typing import Any, Final, TypeVar
 
@@ -46,6 +47,7 @@ _SETATTR_BY_SUPER: Final[set[type]] = set()
 _DELATTR_BY_SUPER: Final[set[type]] = set()
 
 _ABSENT: Final = object()
+_NONE_COMING_BACK: Final[frozenset[tuple[int, str]]] = frozenset()
 _DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", _ABSENT)  # 3.13+
 _DATACLASSES_GIVE_REPLACE: Final = sys.version_info >= (3, 13)
 """Whether ``dataclasses`` gives every dataclass a ``__replace__`` of its own (so must metakit)."""
@@ -234,7 +236,7 @@ def _changed(cls: type) -> None:
     class ever inherits a base's generated method in place of its own.
     """
     family = _family(cls)
-    coming_back: dict[tuple[int, str], object] = {}
+    coming_back: set[tuple[int, str]] = set()
     back: list[tuple[type, str, object]] = []
     for member in family:
         methods = member.__dict__.get(STATE)
@@ -243,7 +245,7 @@ def _changed(cls: type) -> None:
             for name in gone:
                 _delete(member, name)
             for name, generated in wanted:
-                coming_back[id(member), name] = generated
+                coming_back.add((id(member), name))
                 back.append((member, name, generated))
     for member, name, generated in reversed(back):
         _set(member, name, generated)
@@ -288,7 +290,7 @@ def _place(cls: type, methods: GeneratedMethods) -> None:
         _set(cls, ASTUPLE, methods.astuple)
         _set(cls, REPLACE, methods.replace)
         return
-    gone, wanted = _placing(cls, methods, {})
+    gone, wanted = _placing(cls, methods, _NONE_COMING_BACK)
     for name in gone:
         _delete(cls, name)
     for name, generated in wanted:
@@ -296,12 +298,12 @@ def _place(cls: type, methods: GeneratedMethods) -> None:
 
 
 def _placing(
-    cls: type, methods: GeneratedMethods, coming_back: dict[tuple[int, str], object]
+    cls: type, methods: GeneratedMethods, coming_back: Set[tuple[int, str]]
 ) -> tuple[list[str], list[tuple[str, object]]]:
     """Rule 1 for *cls*: the names whose generated method must go, and the generated methods it must get.
 
-    *coming_back* holds the generated methods that classes above will get,
-    by ``(id(class), name)``.
+    *coming_back* holds ``(id(class), name)`` for each generated method that
+    a class above will get back.
     """
     namespace = cls.__dict__
     gone: list[str] = []
@@ -329,7 +331,7 @@ def _finds_dispatchers(cls: type) -> bool:
     )
 
 
-def _inherits_users(cls: type, name: str, own: object, coming_back: dict[tuple[int, str], object]) -> bool:
+def _inherits_users(cls: type, name: str, own: object, coming_back: Set[tuple[int, str]]) -> bool:
     """Whether *cls*, which holds *own* under *name*, inherits a method of that name that a user wrote.
 
     *coming_back* is as for ``_placing``.
