@@ -134,12 +134,19 @@ def _show_notes(cls: type) -> list[str]:
             f"{name} is a plain dataclass (its metaclass is not ZeroCopyFields), so it has no generated methods;"
             " this is the code that metakit.asdict_zerocopy() and metakit.astuple_zerocopy() run for its instances"
         ]
-    return [
-        f"{name}.{method} is the class's own method, not the code below, which super().{method}() and the"
-        " function forms run"
-        for method in METHOD_NAMES
-        if hasattr(cls, method) and not is_generated(getattr(cls, method))
-    ]
+    notes = []
+    for method in METHOD_NAMES:
+        owner = next((base for base in cls.__mro__ if method in vars(base)), None)
+        if owner is None:
+            continue
+        value = vars(owner)[method]
+        if is_generated(value) or value is vars(metakit.ZeroCopy)[method]:
+            continue  # metakit's: what an instance of *cls* runs is the code below
+        whose = "the class's own method" if owner is cls else f"{owner.__qualname__}.{method}, which it inherits"
+        notes.append(
+            f"{name}.{method} is {whose}, not the code below, which super().{method}() and the function forms run"
+        )
+    return notes
 
 
 def _check_stubgen(prog: str, argv: list[str]) -> None:

@@ -28,43 +28,52 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-_plain: Final[weakref.WeakKeyDictionary[type, tuple[GeneratedMethods, tuple[object, ...]]]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make, with ``_calls(cls)`` when made."""
+_PlainEntry = tuple[GeneratedMethods, object, tuple[object, ...]]
+
+_plain: Final[weakref.WeakKeyDictionary[type, _PlainEntry]] = weakref.WeakKeyDictionary()
+"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make (see ``_plain_entry``)."""
 
 
 def _calls(cls: type) -> tuple[object, ...]:
-    """What calling *cls* runs, which decides how ``replace`` passes arguments (see ``Layout.by_position``).
-
-    No metaclass watches a dataclass that ``ZeroCopyFields`` did not make,
-    so ``replace`` compares this, by identity, with what it was when its
-    code was made: an ``__init__`` or ``__new__`` assigned later is seen.
-    """
+    """What calling *cls* runs, which decides how ``replace`` passes arguments (see ``Layout.by_position``)."""
     return getattr(cls, "__init__", None), cls.__new__, type(cls).__call__
 
 
-def _plain_entry(cls: type) -> tuple[GeneratedMethods, tuple[object, ...]]:
-    """New generated methods for the dataclass *cls*, with what calling it runs now."""
-    return generate(cls.__module__, cls.__qualname__, layout_of(cls)), _calls(cls)
+def _plain_entry(cls: type) -> _PlainEntry:
+    """New generated methods for the dataclass *cls*, with its fields and what calling it runs now.
+
+    No metaclass watches a dataclass that ``ZeroCopyFields`` did not make,
+    so each call compares these, by identity, with what they are then: a
+    class decorated again (an undecorated subclass of a dataclass that
+    becomes one itself), or given an ``__init__`` or ``__new__`` later, is
+    seen.
+    """
+    return generate(cls.__module__, cls.__qualname__, layout_of(cls)), _fields_of(cls), _calls(cls)
+
+
+def _fields_of(cls: type) -> object:
+    return getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
+
+
+def _plain_current(cls: type) -> _PlainEntry:
+    entry = _plain.get(cls)
+    if entry is None or entry[1] is not _fields_of(cls):
+        entry = _plain[cls] = _plain_entry(cls)
+    return entry
 
 
 def _plain_methods(cls: type) -> GeneratedMethods:
-    entry = _plain.get(cls)
-    if entry is None:
-        entry = _plain.setdefault(cls, _plain_entry(cls))
-    return entry[0]
+    return _plain_current(cls)[0]
 
 
 def _plain_replace_methods(cls: type) -> GeneratedMethods:
     """``_plain_methods(cls)``, made again if calling *cls* has changed since and its ``replace`` passes positions."""
-    entry = _plain.get(cls)
-    if entry is not None and entry[0].layout.by_position:
-        init, new, call = entry[1]
+    entry = _plain_current(cls)
+    if entry[0].layout.by_position:
+        init, new, call = entry[2]
         if getattr(cls, "__init__", None) is not init or cls.__new__ is not new or type(cls).__call__ is not call:
             entry = _plain[cls] = _plain_entry(cls)
-        return entry[0]
-    return _plain_methods(cls)
+    return entry[0]
 
 
 def methods_of(cls: object) -> GeneratedMethods:

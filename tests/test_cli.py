@@ -46,6 +46,23 @@ class Overriding(ZeroCopy):
         return super().asdict_zerocopy(skip_fields)
 
 
+@dataclass
+class Inheriting(Overriding):
+    block_size: int
+
+
+@dataclass
+class Reached(ZeroCopy):
+    seq_len: int
+
+
+@dataclass
+class Reaching(Reached):
+    # Reached's generated methods now serve through ZeroCopy's (rule 2).
+    def astuple_zerocopy(self):
+        return super().astuple_zerocopy()
+
+
 class NotADataclass:
     pass
 
@@ -73,7 +90,7 @@ def run(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str
     )
 
 
-@pytest.mark.parametrize("qualname", ["Step", "Outer.Inner", "Plain", "Overriding"])
+@pytest.mark.parametrize("qualname", ["Step", "Outer.Inner", "Plain", "Overriding", "Reached"])
 def test_show_prints_the_generated_source(example, qualname):
     result = run("show", f"{MODULE}:{qualname}", path=example)
     assert result.returncode == 0, result.stderr
@@ -84,7 +101,7 @@ def test_show_prints_the_generated_source(example, qualname):
     first, second = result.stdout.splitlines()[:2]
     assert first == f"# metakit: the generated methods of {MODULE}.{cls.__qualname__}"
     assert second == "def asdict_zerocopy(self, skip_fields=None):"
-    if qualname in ("Step", "Outer.Inner"):
+    if qualname in ("Step", "Outer.Inner", "Reached"):
         assert result.stderr == ""
 
 
@@ -105,6 +122,25 @@ def test_show_on_a_class_with_its_own_method_says_which_method_is_not_shown(exam
         "note: Overriding.asdict_zerocopy is the class's own method, not the code below, which"
         " super().asdict_zerocopy() and the function forms run"
     ]
+
+
+def test_show_on_a_class_inheriting_a_users_method_names_where_it_comes_from(example):
+    result = run("show", f"{MODULE}:Inheriting", path=example)
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        "note: Inheriting.asdict_zerocopy is Overriding.asdict_zerocopy, which it inherits, not the code below,"
+        " which super().asdict_zerocopy() and the function forms run"
+    ]
+    assert "'block_size': self.block_size" in result.stdout
+
+
+def test_show_on_a_class_whose_methods_an_override_below_reaches_adds_no_note(example):
+    # Its methods are ZeroCopy's now, which run the code shown for its instances.
+    assert (
+        vars(metakit.ZeroCopy)["astuple_zerocopy"] is vars(importlib.import_module(MODULE).Reached)["astuple_zerocopy"]
+    )
+    result = run("show", f"{MODULE}:Reached", path=example)
+    assert (result.returncode, result.stderr) == (0, "")
 
 
 def test_show_leaves_omit_fields_out(example):

@@ -487,3 +487,38 @@ def test_a_users_value_that_refuses_comparison_is_inherited_untouched():
     assert Record(1).asdict_zerocopy() == "the user's"
     assert Record(1).astuple_zerocopy() == (1,)
     assert metakit.asdict_zerocopy(Record(1)) == {"x": 1}
+
+
+# --- a plain dataclass decorated again is seen by the function forms ------------
+
+
+def test_function_forms_on_an_undecorated_subclass_follow_it_when_it_becomes_a_dataclass():
+    @dataclass
+    class Plain:
+        a: int = 1
+
+    class Sub(Plain):
+        b: int = 2  # annotated, but not a field until the decorator runs
+
+    before = Sub()
+    assert metakit.asdict_zerocopy(before) == {"a": 1}
+    assert metakit.astuple_zerocopy(before) == (1,)
+    assert "'b'" not in metakit.generated_source(Sub)
+
+    dataclass(Sub)  # decorates the class in place: new fields, no new class
+
+    after = Sub(5, 6)
+    assert metakit.asdict_zerocopy(after) == {"a": 5, "b": 6}
+    assert metakit.astuple_zerocopy(after) == (5, 6)
+    assert metakit.replace(after, b=7) == Sub(5, 7)
+    assert "'b'" in metakit.generated_source(Sub)
+    metakit.testing.assert_zerocopy(after)
+
+
+def test_function_forms_of_a_plain_dataclass_are_made_once_while_it_stays_the_same():
+    @dataclass
+    class Plain:
+        a: int
+
+    metakit.asdict_zerocopy(Plain(1))
+    assert methods_of(Plain) is methods_of(Plain)  # one look at its fields per call, no new code
