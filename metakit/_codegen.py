@@ -23,7 +23,7 @@ from typing import Any, Final
 from metakit import _template
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
-from metakit._source import function_lines, header, unwritable, writable_names
+from metakit._source import function_lines, header, unwritable, why_unwritable, writable_names
 from metakit._weak import WeakValues
 
 # Every generated function shares these globals: generated code reads
@@ -152,7 +152,10 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Shared:
     try:
         compiled = _compiled_for(layout)
     except _BadName as error:
-        raise TypeError(f"{label} has a field named {error.args[0]!r}, which is not a Python identifier") from None
+        name = error.args[0]
+        raise TypeError(
+            f"{label} has a field named {name!r}, which cannot be written into source: {why_unwritable(name)}"
+        ) from None
     filename = _free_filename(label)
     lines = [header(label), *compiled.body]
     shared = _Shared(lines, filename, compiled.named(filename, qualname))

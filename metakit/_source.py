@@ -42,6 +42,20 @@ def writable_name(name: object) -> bool:
     )
 
 
+def why_unwritable(name: object) -> str:
+    """Why ``writable_name`` refuses *name*, for an error message."""
+    if not isinstance(name, str):
+        return f"it is a {type(name).__qualname__}, not a str"
+    text = as_text(name)
+    if not text.isidentifier():
+        return "it is not a Python identifier"
+    if text == "__debug__":
+        return "Python reserves __debug__, which cannot be assigned or passed by keyword"
+    if text in _KEYWORDS:
+        return "it is a Python keyword"
+    return f"the parser reads identifiers in NFKC form, so it would read {unicodedata.normalize('NFKC', text)!r}"
+
+
 def unwritable(names: Sequence[object]) -> object | None:
     """The first of *names* that ``writable_name`` refuses, or ``None``."""
     try:
