@@ -17,6 +17,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable
+from itertools import count
 from types import CodeType, FunctionType
 from typing import Any, Final
 
@@ -117,7 +118,11 @@ def _forget_source(entry: tuple[int, None, list[str], str], _lifetime: object) -
         linecache.cache.pop(filename, None)
 
 
-_lock = threading.Lock()
+# Re-entrant: a finalizer that the garbage collector runs inside ``generate``,
+# or a signal handler or profiler, may make a class in the same thread.
+_lock = threading.RLock()
+_inside = False
+"""Whether the thread that holds ``_lock`` is inside ``generate`` already (only it can read True)."""
 # Live shared code by (label, layout) and by file name (both hold the one weak
 # reference whose callback ends the ``linecache`` entry); the last suffix each
 # label's file name took, for labels of live classes (see ``_free_filename``).
@@ -125,6 +130,7 @@ _by_key: WeakValues[tuple[str, Layout], _Shared] = WeakValues()
 _by_filename: WeakValues[str, _Shared] = WeakValues()
 _suffixes: dict[str, int] = {}
 _suffixes_bound = 64
+_made_inside = count(1)
 
 
 def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
@@ -133,12 +139,22 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     Raises ``TypeError`` naming the field when a field's name cannot be
     written into source.
     """
+    global _inside  # noqa: PLW0603  # this module's own state, under _lock
     label = printable(f"{module}.{qualname}")
     key = (label, layout)
     with _lock:
-        shared = _by_key.get(key)
-        if shared is None:
-            shared = _share(key, qualname)
+        if _inside:
+            # Made from inside another class's ``generate`` in this thread,
+            # which may have chosen a file name it has not yet taken: this
+            # code takes one that the usual names never are.
+            return GeneratedMethods(layout, _share(key, qualname, _inside_filename(label)), module, qualname, label)
+        _inside = True
+        try:
+            shared = _by_key.get(key)
+            if shared is None:
+                shared = _share(key, qualname, None)
+        finally:
+            _inside = False
     return GeneratedMethods(layout, shared, module, qualname, label)
 
 
@@ -147,7 +163,8 @@ def printable(label: str) -> str:
     return label if label.isprintable() else repr(label)[1:-1]
 
 
-def _share(key: tuple[str, Layout], qualname: str) -> _Shared:
+def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Shared:
+    """New shared code for *key*, under *filename*, or else a free file name for its label."""
     label, layout = key
     try:
         compiled = _compiled_for(layout)
@@ -156,7 +173,8 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Shared:
         raise TypeError(
             f"{label} has a field named {name!r}, which cannot be written into source: {why_unwritable(name)}"
         ) from None
-    filename = _free_filename(label)
+    if filename is None:
+        filename = _free_filename(label)
     lines = [header(label), *compiled.body]
     shared = _Shared(lines, filename, compiled.named(filename, qualname))
     # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there is
@@ -255,6 +273,17 @@ def _free_filename(label: str) -> str:
         filename = f"<metakit {label}-{suffix}>"
         if not _taken(filename):
             _suffixes[label] = suffix
+            return filename
+
+
+def _inside_filename(label: str) -> str:
+    """A file name for *label* that no live code holds, and that ``_free_filename`` never gives.
+
+    Its names all have a space after ``<metakit``; these have a colon.
+    """
+    while True:
+        filename = f"<metakit:{next(_made_inside)} {label}>"
+        if not _taken(filename):
             return filename
 
 

@@ -20,9 +20,7 @@ time is in ``_functions``.  The rules it keeps, for each method name
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import sys
-import threading
 import weakref
 from collections.abc import Set
 from itertools import count
@@ -36,15 +34,11 @@ from metakit._weak import WeakValues
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
 
-# Every class ZeroCopyFields made, by the order in which they were made.
-_registry_lock = threading.Lock()
+# Every class ZeroCopyFields made, by the order in which they were made.  No
+# lock: each key is taken once, and a lock would hang a finalizer that the
+# garbage collector runs while this thread holds it, if it makes a class.
 _registry: WeakValues[int, type] = WeakValues()
 _made = count()
-
-# Metaclasses derived from ZeroCopyFields where a base that comes after it
-# defines __setattr__ (or __delattr__), which ZeroCopyFields must then call.
-_SETATTR_BY_SUPER: Final[set[type]] = set()
-_DELATTR_BY_SUPER: Final[set[type]] = set()
 
 _ABSENT: Final = object()
 _NONE_COMING_BACK: Final[frozenset[tuple[int, str]]] = frozenset()
@@ -87,8 +81,7 @@ class ZeroCopyFields(type):
         # ZeroCopyFields is the metaclass itself, the next one is ``type``.
         new = type.__new__ if mcls is ZeroCopyFields else super().__new__
         cls = new(mcls, name, bases, namespace, **kwargs)
-        with _registry_lock:
-            _registry.hold(next(_made), weakref.ref(cls))
+        _registry.hold(next(_made), weakref.ref(cls))
         if "__dataclass_fields__" in namespace:
             # ``@dataclass(slots=True)`` makes a new class from the old one's
             # namespace, fields included (and then sets its __qualname__).
@@ -108,43 +101,35 @@ class ZeroCopyFields(type):
 
     def __setattr__(cls, name: str, value: Any) -> None:
         # ``dataclasses`` sets attributes through here eight times per class:
-        # call ``type`` directly unless another metaclass in the combination
-        # has a ``__setattr__`` of its own.
+        # where ZeroCopyFields is the metaclass itself, the next
+        # ``__setattr__`` is ``type``'s, called directly; in a combination,
+        # ``super()`` finds whichever comes next in its MRO.
         if name not in _WATCHED:
-            if type(cls) in _SETATTR_BY_SUPER:
-                super().__setattr__(name, value)
-            else:
+            if type(cls) is ZeroCopyFields:
                 _set(cls, name, value)
+            else:
+                super().__setattr__(name, value)
             return
         if name in _METHOD_NAMES and not _is_ours(name, value):
             # A user's method is about to appear: whatever it can reach
             # through ``super()`` must serve the instance's class before
             # any thread can call it.
             _guard_above(cls)
-        if type(cls) in _SETATTR_BY_SUPER:
-            super().__setattr__(name, value)
-        else:
+        if type(cls) is ZeroCopyFields:
             _set(cls, name, value)
+        else:
+            super().__setattr__(name, value)
         _watched_set(cls, name)
 
     def __delattr__(cls, name: str) -> None:
-        if type(cls) in _DELATTR_BY_SUPER:
-            super().__delattr__(name)
-        else:
+        if type(cls) is ZeroCopyFields:
             _delete(cls, name)
+        else:
+            super().__delattr__(name)
         if name in METHOD_NAMES:
             _changed(cls)
         elif name in ("__init__", "__new__"):
             _recheck_calls(cls)
-
-    def __init_subclass__(mcls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        mro = inspect.getmro(mcls)
-        after = mro[mro.index(ZeroCopyFields) + 1 :]
-        if any("__setattr__" in base.__dict__ for base in after if base is not type):
-            _SETATTR_BY_SUPER.add(mcls)
-        if any("__delattr__" in base.__dict__ for base in after if base is not type):
-            _DELATTR_BY_SUPER.add(mcls)
 
 
 def _inherits_fields(cls: type) -> bool:
@@ -383,8 +368,7 @@ def zerocopy_classes() -> list[type]:
     class that ``@dataclass(slots=True)`` replaces by a new one is not
     listed.
     """
-    with _registry_lock:
-        classes = _registry.values()
+    classes = _registry.values()
     # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.
     newest = {id(fields): cls for cls in classes if (fields := cls.__dict__.get("__dataclass_fields__")) is not None}
     return [cls for cls in classes if newest.get(id(cls.__dict__.get("__dataclass_fields__")), cls) is cls]

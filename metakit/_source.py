@@ -112,7 +112,7 @@ _ASDICT_TAIL: Final = (
     "        for name in skip_fields:\n",
     "            try:\n",
     "                del d[name]\n",
-    "            except KeyError:\n",
+    "            except (KeyError, TypeError):  # not in d, or not hashable\n",
     "                _check_skipped(self, name)\n",
     "    except TypeError as error:\n",
     "        _skip_fields_failed(skip_fields, error)\n",
@@ -211,7 +211,7 @@ def methods_source(layout: Layout, owner: str) -> str:
             for name in skip_fields:
                 try:
                     del d[name]
-                except KeyError:
+                except (KeyError, TypeError):  # not in d, or not hashable
                     _check_skipped(self, name)
         except TypeError as error:
             _skip_fields_failed(skip_fields, error)

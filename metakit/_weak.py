@@ -15,9 +15,13 @@ class WeakValues(Generic[_K, _V]):
 
     A dead value counts as absent.  Dead references are dropped whenever the
     dict has doubled since the last time, which costs O(1) an entry: cheaper
-    than ``weakref.WeakValueDictionary``'s callback per entry, and no
-    callback runs while the owner holds its lock.  Not thread-safe by
-    itself: its owner locks.
+    than ``weakref.WeakValueDictionary``'s callback per entry.
+
+    Each method changes or reads the dict by single operations that run in
+    C, and walks only a copy of it: another thread, or a finalizer that the
+    garbage collector runs in the middle of a method, may use it at any
+    moment without an error.  An owner that must also see the dict and
+    what it holds as one (a file name looked up, then taken) locks.
     """
 
     __slots__ = ("_prune_at", "_refs")
@@ -39,10 +43,14 @@ class WeakValues(Generic[_K, _V]):
 
         The reference stays alive as long as its value does, so its callback runs.
         """
-        self._refs[key] = ref
-        if len(self._refs) > self._prune_at:
-            self._refs = {key: ref for key, ref in self._refs.items() if ref() is not None}
-            self._prune_at = max(64, 2 * len(self._refs))
+        refs = self._refs
+        refs[key] = ref
+        if len(refs) > self._prune_at:
+            self._prune_at = 2 * len(refs)  # first, so that no other hold prunes meanwhile
+            for old, held in refs.copy().items():
+                if held() is None and refs.get(old) is held:  # not held again meanwhile
+                    refs.pop(old, None)
+            self._prune_at = max(64, 2 * len(refs))
 
     def pop(self, key: _K) -> None:
         """Forget *key*, if it is there."""
@@ -54,8 +62,8 @@ class WeakValues(Generic[_K, _V]):
 
     def values(self) -> list[_V]:
         """The live values, oldest first."""
-        return [value for value in (ref() for ref in list(self._refs.values())) if value is not None]
+        return [value for value in (ref() for ref in self._refs.copy().values()) if value is not None]
 
     def keys(self) -> list[_K]:
         """The keys of live values, oldest first."""
-        return [key for key, ref in list(self._refs.items()) if ref() is not None]
+        return [key for key, ref in self._refs.copy().items() if ref() is not None]

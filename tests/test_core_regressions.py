@@ -4,11 +4,13 @@ each named after the defect it pins down."""
 from __future__ import annotations
 
 import abc
+import functools
 import gc
 import linecache
 import subprocess
 import sys
 import threading
+import weakref
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
@@ -522,3 +524,107 @@ def test_function_forms_of_a_plain_dataclass_are_made_once_while_it_stays_the_sa
 
     metakit.asdict_zerocopy(Plain(1))
     assert methods_of(Plain) is methods_of(Plain)  # one look at its fields per call, no new code
+
+
+# --- a one-shot skip_fields that yields an unhashable name ------------------------
+
+
+def _yields(*items: object) -> Any:
+    yield from items
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: iter([["a"]]), lambda: _yields("a", ["b"]), lambda: map(list, ["a"])],
+    ids=["iterator", "generator", "map"],
+)
+@pytest.mark.parametrize("form", ["method", "function"])
+def test_a_one_shot_skip_fields_with_an_unhashable_name_gets_an_error_naming_skip_fields(make, form):
+    @dataclass
+    class Record(ZeroCopy):
+        a: int
+        b: int
+
+    record = Record(1, 2)
+    call = record.asdict_zerocopy if form == "method" else functools.partial(metakit.asdict_zerocopy, record)
+    with pytest.raises(metakit.SkipFieldsError, match=r"^skip_fields must hold field names \(str\), not list \["):
+        call(make())
+
+
+# --- a class made from inside another class's code generation, in one thread -------
+
+_MADE_INSIDE = r"""
+import inspect, linecache
+from dataclasses import make_dataclass
+import metakit._codegen as codegen
+from metakit import ZeroCopy, generated_source
+
+real, made = codegen._compiled_for, []
+
+def compiled_for(layout):
+    # As a finalizer that a collection runs here, or a signal handler, would.
+    if not made:
+        made.append(None)
+        made[0] = make_dataclass("Inner", ["q"], bases=(ZeroCopy,))
+    return real(layout)
+
+codegen._compiled_for = compiled_for
+Outer = make_dataclass("Outer", ["a", "b"], bases=(ZeroCopy,))
+(Inner,) = made
+assert Outer(1, 2).asdict_zerocopy() == {"a": 1, "b": 2}
+assert Inner(3).asdict_zerocopy() == {"q": 3}
+for cls in (Outer, Inner):
+    filename = cls.asdict_zerocopy.__code__.co_filename
+    assert "".join(linecache.getlines(filename)) == generated_source(cls)
+    assert inspect.getsource(cls.asdict_zerocopy).startswith("def asdict_zerocopy(self, skip_fields=None):")
+print(Outer.asdict_zerocopy.__code__.co_filename, Inner.asdict_zerocopy.__code__.co_filename, sep="\n")
+"""
+
+
+def test_a_class_made_while_this_thread_generates_another_classes_code_does_not_hang():
+    # A finalizer that the garbage collector runs inside metakit's lock, and
+    # that makes a class, once waited for that lock for ever.
+    result = subprocess.run(
+        [sys.executable, "-c", _MADE_INSIDE], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    outer, inner = result.stdout.splitlines()
+    assert outer.startswith("<metakit ")  # the usual name
+    assert outer.endswith(".Outer>")
+    assert inner.startswith("<metakit:")  # a name of its own, that no usual name can take
+    assert inner.endswith(".Inner>")
+
+
+# --- metaclasses derived from ZeroCopyFields are collected ---------------------------
+
+
+class _Watch(type):
+    def __setattr__(cls, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+
+    def __delattr__(cls, name: str) -> None:
+        super().__delattr__(name)
+
+
+@pytest.mark.parametrize(
+    "bases",
+    [(ZeroCopyFields,), (ZeroCopyFields, abc.ABCMeta), (abc.ABCMeta, ZeroCopyFields), (ZeroCopyFields, _Watch)],
+    ids=["alone", "then ABCMeta", "after ABCMeta", "then a __setattr__"],
+)
+def test_a_metaclass_derived_from_zero_copy_fields_is_collected_with_its_classes(bases):
+    def make() -> weakref.ref[type]:
+        meta = type("Meta", bases, {})
+
+        @dataclass
+        class Record(metaclass=meta):
+            x: int = 1
+
+        Record.asdict_zerocopy = lambda self, skip_fields=None: {}
+        del Record.asdict_zerocopy  # both hooks ran
+        assert Record().asdict_zerocopy() == {"x": 1}
+        assert metakit.replace(Record(), x=2).x == 2
+        return weakref.ref(meta)
+
+    meta = make()
+    gc.collect()
+    assert meta() is None
