@@ -95,6 +95,8 @@ def import_user_module(name: str) -> types.ModuleType:
         return importlib.import_module(name)
     except ImportError as error:
         raise UsageError(f"cannot import {name!r}: {error}") from None
+    except SystemExit as error:  # the module's own sys.exit(): not this command's status
+        raise UsageError(f"importing {name!r} called sys.exit({error.code!r})") from None
     except Exception as error:
         raise UsageError(f"importing {name!r} raised {type(error).__qualname__}: {error}") from None
 

@@ -341,3 +341,26 @@ def test_a_json_path_through_a_dangling_symbolic_link_exits_with_status_2_before
     assert capsys.readouterr().err == (
         f"metakit bench: error: cannot write --json {link}: there is no directory {tmp_path / 'missing'}\n"
     )
+
+
+@pytest.mark.parametrize("option", ["--json", "--plot"])
+def test_an_output_in_a_directory_where_no_file_can_be_made_exits_with_status_2_before_running(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str
+) -> None:
+    # Its permissions allow it (as they do for the superuser), but making a file there fails.
+    def refuse(*args: object, **kwargs: object) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(report.tempfile, "TemporaryFile", refuse)
+    monkeypatch.setattr(bench, "_run", lambda quick, progress: pytest.fail("the benchmark ran"))
+    path = tmp_path / "results.out"
+    assert bench.main([option, str(path)], prog="metakit bench") == 2
+    assert capsys.readouterr().err == (
+        f"metakit bench: error: cannot write {option} {path}: no file can be made in {tmp_path}: Permission denied\n"
+    )
+    assert not path.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_proc_is_a_directory_where_no_file_can_be_made() -> None:
+    assert report.output_problem("/proc/results.json") is not None

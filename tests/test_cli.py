@@ -232,6 +232,21 @@ def test_a_module_that_raises_exits_with_status_2_and_one_line(raising, tmp_path
     assert result.stdout == ""
 
 
+EXITING = "metakit_cli_exiting"
+
+
+@pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
+@pytest.mark.parametrize("args", [["show", f"{EXITING}:Step"], ["stubgen", EXITING]], ids=["show", "stubgen"])
+def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(tmp_path, args, code, shown):
+    # Its own status would say nothing of what went wrong, and "bye" would exit with 1.
+    (tmp_path / f"{EXITING}.py").write_text(f"import sys\nsys.exit({code})\n")
+    output = ["-o", str(tmp_path / "stubs")] if args[0] == "stubgen" else []
+    result = run(*args, *output, path=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"python -m metakit: error: importing '{EXITING}' called sys.exit({shown})\n"
+    assert result.stdout == ""
+
+
 def test_stubgen_into_a_directory_it_cannot_make_exits_with_status_2_before_importing(example, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")

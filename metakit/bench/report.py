@@ -10,6 +10,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,14 @@ def output_problem(path: str | Path, *, directory: bool = False) -> str | None:
             return f"there is no directory {where}"
     if not os.access(where, os.W_OK | (os.X_OK if where.is_dir() else 0)):
         return f"{path} is not writable"
+    if where.is_dir():
+        # Permissions do not tell all: a superuser passes them, and some
+        # file systems (/proc, a read-only mount) refuse new files anyway.
+        try:
+            with tempfile.TemporaryFile(dir=where):
+                pass
+        except OSError as error:
+            return f"no file can be made in {where}: {error.strerror or error}"
     return None
 
 
