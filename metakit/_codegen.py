@@ -109,7 +109,7 @@ def _forget_source(entry: tuple[int, None, list[str], str], _lifetime: object) -
 
     The callback of a ``_Shared``'s weak reference, cheaper at class
     creation than ``weakref.finalize``.  It runs from the garbage collector,
-    in any thread, possibly while ``_lock`` is held: so it takes no lock, and
+    in any thread, possibly while ``LOCK`` is held: so it takes no lock, and
     removes only its own entry (no other entry can take that file name while
     this one is in ``linecache``).
     """
@@ -118,11 +118,15 @@ def _forget_source(entry: tuple[int, None, list[str], str], _lifetime: object) -
         linecache.cache.pop(filename, None)
 
 
-# Re-entrant: a finalizer that the garbage collector runs inside ``generate``,
-# or a signal handler or profiler, may make a class in the same thread.
-_lock = threading.RLock()
+LOCK: Final = threading.RLock()
+"""metakit's one lock: over this module's indexes, and over each change ``_meta`` makes to classes.
+
+One lock, so that no two can be taken in different orders.  Re-entrant: a
+finalizer that the garbage collector runs while it is held, a signal
+handler or a profiler may make a class in the same thread.
+"""
 _inside = False
-"""Whether the thread that holds ``_lock`` is inside ``generate`` already (only it can read True)."""
+"""Whether the thread that holds ``LOCK`` is inside ``generate`` already (only it can read True)."""
 # Live shared code by (label, layout) and by file name (both hold the one weak
 # reference whose callback ends the ``linecache`` entry); the last suffix each
 # label's file name took, for labels of live classes (see ``_free_filename``).
@@ -139,10 +143,10 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     Raises ``TypeError`` naming the field when a field's name cannot be
     written into source.
     """
-    global _inside  # noqa: PLW0603  # this module's own state, under _lock
+    global _inside  # noqa: PLW0603  # this module's own state, under LOCK
     label = printable(f"{module}.{qualname}")
     key = (label, layout)
-    with _lock:
+    with LOCK:
         if _inside:
             # Made from inside another class's ``generate`` in this thread,
             # which may have chosen a file name it has not yet taken: this
@@ -289,7 +293,7 @@ def _inside_filename(label: str) -> str:
 
 def _forget_suffixes() -> None:
     """Drop the suffixes of labels that no live class has any more, once they have doubled."""
-    global _suffixes_bound  # noqa: PLW0603  # this module's own state, under _lock
+    global _suffixes_bound  # noqa: PLW0603  # this module's own state, under LOCK
     if len(_suffixes) > _suffixes_bound:
         live = {label for label, _ in _by_key.keys()}  # noqa: SIM118  # a WeakValues, not a dict
         for label in [label for label in _suffixes if label not in live]:

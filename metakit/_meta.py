@@ -15,6 +15,10 @@ time is in ``_functions``.  The rules it keeps, for each method name
    instance's fields and not a base's.
 3. The rules hold however the methods came to be: at class creation, on
    assignment to a class, and on ``del``.
+
+Each change to a class that the rules act on happens under ``LOCK``, with
+what the rules make of it: threads that make classes, or change them, do so
+one after the other, so that none decides from what another has half done.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Set
 from itertools import count
 from typing import Any, Final, TypeVar
 
-from metakit._codegen import STATE, GeneratedMethods, generate, is_generated, printable
+from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, is_generated, printable
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._source import writable_names
@@ -85,18 +89,21 @@ class ZeroCopyFields(type):
         if "__dataclass_fields__" in namespace:
             # ``@dataclass(slots=True)`` makes a new class from the old one's
             # namespace, fields included (and then sets its __qualname__).
-            _install(cls)
-        elif _inherits_fields(cls):
-            inherited = getattr(cls, STATE, None)
-            # An undecorated subclass of a dataclass from outside metakit; or
-            # of a metakit dataclass, whose fields and methods it shares
-            # unless it is called otherwise than ``replace`` would call it.
-            if type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout):
+            with LOCK:
                 _install(cls)
+        elif _inherits_fields(cls):
+            with LOCK:
+                inherited = getattr(cls, STATE, None)
+                # An undecorated subclass of a dataclass from outside metakit; or
+                # of a metakit dataclass, whose fields and methods it shares
+                # unless it is called otherwise than ``replace`` would call it.
+                if type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout):
+                    _install(cls)
         if len(bases) > 1 or not _METHOD_NAMES.isdisjoint(namespace):
             # Only a class with methods of its own, or a new MRO, can put a
             # user's method in front of generated ones (rule 2).
-            _guard_bases(cls)
+            with LOCK:
+                _guard_bases(cls)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
@@ -110,26 +117,28 @@ class ZeroCopyFields(type):
             else:
                 super().__setattr__(name, value)
             return
-        if name in _METHOD_NAMES and not _is_ours(name, value):
-            # A user's method is about to appear: whatever it can reach
-            # through ``super()`` must serve the instance's class before
-            # any thread can call it.
-            _guard_above(cls)
-        if type(cls) is ZeroCopyFields:
-            _set(cls, name, value)
-        else:
-            super().__setattr__(name, value)
-        _watched_set(cls, name)
+        with LOCK:  # the change and what the rules make of it, as one to other threads
+            if name in _METHOD_NAMES and not _is_ours(name, value):
+                # A user's method is about to appear: whatever it can reach
+                # through ``super()`` must serve the instance's class before
+                # any thread can call it.
+                _guard_above(cls)
+            if type(cls) is ZeroCopyFields:
+                _set(cls, name, value)
+            else:
+                super().__setattr__(name, value)
+            _watched_set(cls, name)
 
     def __delattr__(cls, name: str) -> None:
-        if type(cls) is ZeroCopyFields:
-            _delete(cls, name)
-        else:
-            super().__delattr__(name)
-        if name in METHOD_NAMES:
-            _changed(cls)
-        elif name in ("__init__", "__new__"):
-            _recheck_calls(cls)
+        with LOCK:
+            if type(cls) is ZeroCopyFields:
+                _delete(cls, name)
+            else:
+                super().__delattr__(name)
+            if name in METHOD_NAMES:
+                _changed(cls)
+            elif name in ("__init__", "__new__"):
+                _recheck_calls(cls)
 
 
 def _inherits_fields(cls: type) -> bool:

@@ -628,3 +628,46 @@ def test_a_metaclass_derived_from_zero_copy_fields_is_collected_with_its_classes
     meta = make()
     gc.collect()
     assert meta() is None
+
+
+# --- a late override and a subclass made in another thread, at once -----------------
+
+
+def test_an_override_assigned_while_another_thread_places_a_subclasss_methods_reaches_it(monkeypatch):
+    @dataclass
+    class Mid(ZeroCopy):
+        a: int = 1
+
+    class Reaching(Mid):  # makes Mid's methods ZeroCopy's (rule 2), so that Sub takes the one-step path
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy(skip_fields)
+
+    deciding, assigned = threading.Event(), threading.Event()
+    real = metakit._meta._finds_dispatchers
+
+    def finds_dispatchers(cls: type) -> bool:
+        found = real(cls)
+        if cls.__name__ == "Sub":  # decided from Mid without a user's method: let the other thread in
+            assert found
+            deciding.set()
+            assigned.wait(timeout=1)  # it cannot, while this thread holds the lock
+        return found
+
+    monkeypatch.setattr(metakit._meta, "_finds_dispatchers", finds_dispatchers)
+
+    def assign() -> None:
+        deciding.wait(timeout=10)
+        Mid.asdict_zerocopy = lambda self, skip_fields=None: {"the user's": True}
+        assigned.set()
+
+    other = threading.Thread(target=assign)
+    other.start()
+
+    @dataclass
+    class Sub(Mid):
+        b: int = 2
+
+    other.join()
+    assert "asdict_zerocopy" not in Sub.__dict__  # rule 1: it inherits the user's method
+    assert Sub().asdict_zerocopy() == {"the user's": True}
+    assert metakit.asdict_zerocopy(Sub()) == {"a": 1, "b": 2}

@@ -156,7 +156,7 @@ def test_live_classes_of_one_name_with_different_fields_each_get_a_file_of_their
     del classes, later
     gc.collect()
     assert not any(filename in linecache.cache for filename in [*filenames, f"<metakit {owner}-301>"])
-    with _codegen._lock:
+    with _codegen.LOCK:
         _codegen._suffixes_bound = 0
         _codegen._forget_suffixes()
     assert owner not in _codegen._suffixes  # forgotten with its classes
