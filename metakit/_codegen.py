@@ -148,9 +148,9 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     key = (label, layout)
     with LOCK:
         if _inside:
-            # Made from inside another class's ``generate`` in this thread,
-            # which may have chosen a file name it has not yet taken: this
-            # code takes one that the usual names never are.
+            # Made from inside another class's ``generate`` in this thread
+            # (by a finalizer, say), which may have chosen a file name and not
+            # yet taken it: this code takes a name of a form it never chooses.
             return GeneratedMethods(layout, _share(key, qualname, _inside_filename(label)), module, qualname, label)
         _inside = True
         try:

@@ -38,9 +38,9 @@ from metakit._weak import WeakValues
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
 
-# Every class ZeroCopyFields made, by the order in which they were made.  No
-# lock: each key is taken once, and a lock would hang a finalizer that the
-# garbage collector runs while this thread holds it, if it makes a class.
+# Every class ZeroCopyFields made, by the order in which they were made.  It
+# takes no lock: each key is taken once, and ``WeakValues`` changes only by
+# single operations, so classes made at once in many threads each get in.
 _registry: WeakValues[int, type] = WeakValues()
 _made = count()
 
