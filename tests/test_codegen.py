@@ -36,7 +36,7 @@ class Step(ZeroCopy):
 
 
 def metakit_entries() -> set[str]:
-    return {name for name in linecache.cache if name.startswith("<metakit")}
+    return {name for name in linecache.cache.copy() if name.startswith("<metakit")}
 
 
 # --- the source, as text ------------------------------------------------------
@@ -338,7 +338,7 @@ def test_subclass_of_a_plain_dataclass_keeps_its_own_filename():
     filename = Both.asdict_zerocopy.__code__.co_filename
     assert filename == f"<metakit {__name__}.{Both.__qualname__}>"
     assert "".join(linecache.getlines(filename)) == metakit.generated_source(Both)
-    assert not [name for name in linecache.cache if name.startswith(filename[:-1] + "-")]
+    assert not [name for name in linecache.cache.copy() if name.startswith(filename[:-1] + "-")]
 
 
 # --- names that cannot be written into source -----------------------------------

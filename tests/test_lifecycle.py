@@ -63,12 +63,12 @@ def check(cls: type) -> None:
 
 
 def metakit_entries() -> set[str]:
-    return {name for name in linecache.cache if name.startswith("<metakit")}
+    return {name for name in linecache.cache.copy() if name.startswith("<metakit")}
 
 
 def test_thousands_of_dropped_classes_are_collected_with_their_linecache_entries():
     gc.collect()
-    cache_before = set(linecache.cache)
+    cache_before = set(linecache.cache.copy())
     live_before = len(metakit.zerocopy_classes())
 
     classes = [make_class(i) for i in range(3000)]
@@ -81,7 +81,7 @@ def test_thousands_of_dropped_classes_are_collected_with_their_linecache_entries
     del classes
     gc.collect()
     assert [ref for ref in refs if ref() is not None] == []
-    assert set(linecache.cache) == cache_before
+    assert set(linecache.cache.copy()) == cache_before
     assert len(linecache.cache) == len(cache_before)
     assert len(metakit.zerocopy_classes()) == live_before
     assert len(_source._WRITABLE) <= _source._MOST_WRITABLE
@@ -89,7 +89,7 @@ def test_thousands_of_dropped_classes_are_collected_with_their_linecache_entries
 
 def test_classes_made_and_dropped_one_at_a_time_leave_linecache_as_it_was():
     gc.collect()
-    cache_before = set(linecache.cache)
+    cache_before = set(linecache.cache.copy())
     refs = []
     for i in range(500):
         cls = make_class(i)
@@ -98,7 +98,7 @@ def test_classes_made_and_dropped_one_at_a_time_leave_linecache_as_it_was():
         del cls
     gc.collect()
     assert all(ref() is None for ref in refs)
-    assert set(linecache.cache) == cache_before
+    assert set(linecache.cache.copy()) == cache_before
 
 
 def test_the_indexes_of_shared_code_stay_bounded_while_classes_of_new_names_come_and_go():

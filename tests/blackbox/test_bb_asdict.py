@@ -489,7 +489,7 @@ def test_many_identical_classes_share_one_linecache_entry():
     classes = [make_dataclass("Same", [("p", int), ("q", int)], bases=(ZeroCopy,)) for _ in range(50)]
     names = {c.asdict_zerocopy.__code__.co_filename for c in classes}
     assert len(names) == 1
-    assert len([k for k in linecache.cache if k.startswith("<metakit") and k.endswith(".Same>")]) == 1
+    assert len([k for k in linecache.cache.copy() if k.startswith("<metakit") and k.endswith(".Same>")]) == 1
     assert len({id(c.asdict_zerocopy) for c in classes}) == 50
 
 

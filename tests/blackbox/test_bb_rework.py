@@ -98,7 +98,7 @@ def _assert_replace_like_dataclasses(obj, /, **changes):
 
 
 def _metakit_entries() -> set[str]:
-    return {k for k in linecache.cache if isinstance(k, str) and k.startswith("<metakit")}
+    return {k for k in linecache.cache.copy() if isinstance(k, str) and k.startswith("<metakit")}
 
 
 def _filenames(cls) -> set[str]:

@@ -1274,13 +1274,13 @@ def test_many_shapes_stay_bounded():
     # DESIGN: "Bounded: creating classes of ever new shapes (a thousand distinct field counts)
     # keeps memory bounded ... no cache grows without limit." (a smaller, quick version)
     gc.collect()
-    before = len([k for k in linecache.cache if str(k).startswith("<metakit")])
+    before = len([k for k in linecache.cache.copy() if str(k).startswith("<metakit")])
     for n in range(1, 160):
         cls = make_dataclass(f"Shape{n}", [(f"f{i}", int, field(default=i)) for i in range(n)], bases=(ZeroCopy,))
         assert cls().astuple_zerocopy() == tuple(range(n))
         del cls
     gc.collect()
-    after = len([k for k in linecache.cache if str(k).startswith("<metakit")])
+    after = len([k for k in linecache.cache.copy() if str(k).startswith("<metakit")])
     assert after <= before + 2, (before, after)
 
 
