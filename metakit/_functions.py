@@ -48,16 +48,13 @@ def _plain_entry(cls: type) -> _PlainEntry:
     becomes one itself), or given an ``__init__`` or ``__new__`` later, is
     seen.
     """
-    return generate(cls.__module__, cls.__qualname__, layout_of(cls)), _fields_of(cls), _calls(cls)
-
-
-def _fields_of(cls: type) -> object:
-    return getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
+    fields = getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
+    return generate(cls.__module__, cls.__qualname__, layout_of(cls)), fields, _calls(cls)
 
 
 def _plain_current(cls: type) -> _PlainEntry:
     entry = _plain.get(cls)
-    if entry is None or entry[1] is not _fields_of(cls):
+    if entry is None or entry[1] is not getattr(cls, "__dataclass_fields__"):  # noqa: B009
         entry = _plain[cls] = _plain_entry(cls)
     return entry
 

@@ -86,24 +86,16 @@ class ZeroCopyFields(type):
         new = type.__new__ if mcls is ZeroCopyFields else super().__new__
         cls = new(mcls, name, bases, namespace, **kwargs)
         _registry.hold(next(_made), weakref.ref(cls))
-        if "__dataclass_fields__" in namespace:
-            # ``@dataclass(slots=True)`` makes a new class from the old one's
-            # namespace, fields included (and then sets its __qualname__).
+        fields = "__dataclass_fields__" in namespace or _inherits_fields(cls)
+        # Only a class with methods of its own, or a new MRO, can put a
+        # user's method in front of generated ones (rule 2).
+        guard = len(bases) > 1 or not _METHOD_NAMES.isdisjoint(namespace)
+        if fields or guard:
             with LOCK:
-                _install(cls)
-        elif _inherits_fields(cls):
-            with LOCK:
-                inherited = getattr(cls, STATE, None)
-                # An undecorated subclass of a dataclass from outside metakit; or
-                # of a metakit dataclass, whose fields and methods it shares
-                # unless it is called otherwise than ``replace`` would call it.
-                if type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout):
+                if fields and _needs_methods_of_its_own(cls, namespace):
                     _install(cls)
-        if len(bases) > 1 or not _METHOD_NAMES.isdisjoint(namespace):
-            # Only a class with methods of its own, or a new MRO, can put a
-            # user's method in front of generated ones (rule 2).
-            with LOCK:
-                _guard_bases(cls)
+                if guard:
+                    _guard_bases(cls)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
@@ -147,6 +139,19 @@ def _inherits_fields(cls: type) -> bool:
         if "__dataclass_fields__" in base.__dict__:
             return True
     return False
+
+
+def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
+    """Whether *cls*, just made with *namespace* and with fields of its own or inherited, needs methods made for it."""
+    if "__dataclass_fields__" in namespace:
+        # ``@dataclass(slots=True)`` makes a new class from the old one's
+        # namespace, fields included (and then sets its __qualname__).
+        return True
+    # An undecorated subclass of a dataclass from outside metakit; or of a
+    # metakit dataclass, whose fields and methods it shares unless it is
+    # called otherwise than ``replace`` would call it.
+    inherited = getattr(cls, STATE, None)
+    return type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout)
 
 
 def _watched_set(cls: type, name: str) -> None:
