@@ -95,6 +95,8 @@ class Layout(NamedTuple):
     @property
     def arguments(self) -> tuple[str, ...]:
         """The names that ``__init__`` takes: every entry but the ``init=False`` fields."""
+        if REFUSED not in self.roles:
+            return self.names
         return tuple([name for name, role in zip(self.names, self.roles, strict=True) if role != REFUSED])
 
 
@@ -129,20 +131,27 @@ def takes_by_position(cls: type, arguments: tuple[str, ...]) -> bool:
 def layout_of(cls: type) -> Layout:
     """The ``Layout`` of the dataclass *cls*."""
     # Runs for every class made.  Most fields are plain: an ``__init__``
-    # argument that may come by position, with no metadata.  A class of
-    # plain fields only takes this one pass.
+    # argument that may come by position, with no metadata, named by a plain
+    # ``str`` (for others, see ``as_text``).  A class of plain fields only
+    # takes this one pass.
     entries = getattr(cls, "__dataclass_fields__").values()  # noqa: B009  # a dataclass's own attribute
     if _KINDS_KNOWN:
         names: list[str] = []
         for f in entries:
-            if f._field_type is not _PLAIN_FIELD or not f.init or f.kw_only or f.metadata is not _NO_METADATA:
+            name = f.name
+            if (
+                f._field_type is not _PLAIN_FIELD
+                or type(name) is not str
+                or not f.init
+                or f.kw_only
+                or f.metadata is not _NO_METADATA
+            ):
                 break
-            names.append(f.name)
+            names.append(name)
         else:
-            if plain_texts(names):  # else see ``as_text``
-                plain = tuple(names)
-                # ``Layout(...)`` without its ``__new__`` written in Python.
-                return _new_layout(Layout, (plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain)))
+            plain = tuple(names)
+            # ``Layout(...)`` without its ``__new__`` written in Python.
+            return _new_layout(Layout, (plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain)))
     return _layout_in_general(cls, entries)
 
 

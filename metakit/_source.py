@@ -123,8 +123,11 @@ _ASTUPLE_TAIL: Final = ("    )\n",)
 _REPLACE_HEAD: Final = ("\n", "\n", f"def {REPLACE}(self, /, **changes):\n")
 
 
-def _replace_lines(layout: Layout) -> list[str]:
+def _replace_lines(layout: Layout, attributes: list[str]) -> list[str]:
     """``__replace__``: ``dataclasses.replace``, written out for these fields.
+
+    *attributes* are the lines of ``astuple_zerocopy``'s tuple display, one
+    ``self.<name>,`` for each returned field.
 
     Whatever ``dataclasses.replace`` would refuse (an ``init=False`` field
     given, an ``InitVar`` without default missing) is handed to it, so that
@@ -154,7 +157,8 @@ def _replace_lines(layout: Layout) -> list[str]:
             "            return self.__class__(*arguments, **changes)\n",
             "        return self.__class__(*arguments)\n",
         ]
-        passed = [f"        self.{name},\n" for name in arguments]
+        # Most often the arguments are the fields returned: their lines are written already.
+        passed = attributes if arguments == layout.included else [f"        self.{name},\n" for name in arguments]
     else:
         for name in arguments:
             lines += [f"        if '{name}' not in changes:\n", f"            changes['{name}'] = self.{name}\n"]
@@ -168,14 +172,15 @@ def _replace_lines(layout: Layout) -> list[str]:
 def function_lines(layout: Layout) -> list[str]:
     """The lines of the three generated functions for *layout*, each with its newline."""
     included = layout.included
+    attributes = [f"        self.{name},\n" for name in included]
     lines = [
         *_ASDICT_HEAD,
         *[f"        '{name}': self.{name},\n" for name in included],
         *_ASDICT_TAIL,
         *_ASTUPLE_HEAD,
-        *[f"        self.{name},\n" for name in included],
+        *attributes,
         *_ASTUPLE_TAIL,
-        *_replace_lines(layout),
+        *_replace_lines(layout, attributes),
     ]
     # Each name is written in quotes as its string literal.  A writable name
     # holds no quote, backslash or newline, so that is its ``repr`` unless it

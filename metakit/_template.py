@@ -164,19 +164,29 @@ class _Recipe:
         self._consts = _getter(tuple([next(built) if at is None else at for at in consts]))
         self._tuples = tuple([_getter(indices) for indices in tuples])
 
-    def copy(self, names: tuple[str, ...], filename: str, qualname: str) -> CodeType:
-        """The code for fields *names*, under *filename*, as the method of the class *qualname*."""
+    def _pool(self, names: tuple[str, ...]) -> tuple[object, ...]:
         pool = names + self._fixed
-        if self._tuples:
-            pool += tuple([make(pool) for make in self._tuples])
-        if sys.version_info >= (3, 11):
+        for make in self._tuples:  # each takes names and fixed values only: those before it
+            pool += (make(pool),)
+        return pool
+
+    if sys.version_info >= (3, 11):
+
+        def copy(self, names: tuple[str, ...], filename: str, qualname: str) -> CodeType:
+            """The code for fields *names*, under *filename*, as the method of the class *qualname*."""
+            pool = self._pool(names)
             return self.code.replace(
                 co_names=self._names(pool),
                 co_consts=self._consts(pool),
                 co_filename=filename,
                 co_qualname=qualname + self.dotted,
             )
-        else:  # noqa: RET505  # no co_qualname before 3.11 (and mypy checks each branch as its version)
+
+    else:  # no co_qualname before 3.11
+
+        def copy(self, names: tuple[str, ...], filename: str, qualname: str) -> CodeType:
+            """The code for fields *names*, under *filename*, as the method of the class *qualname*."""
+            pool = self._pool(names)
             return self.code.replace(co_names=self._names(pool), co_consts=self._consts(pool), co_filename=filename)
 
 
