@@ -3,10 +3,15 @@
 With METAKIT_NO_SKIPS=1 (as `make check` runs the tests) a skipped test fails
 the run: every test that is collected must run.  An expected failure
 (``xfail``, strict: one that passes fails the run) runs, so it is no skip.
+
+Once the tests are collected, the objects the test modules made are frozen
+out of the garbage collector's walks (``gc.freeze``): many tests collect
+again and again.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -30,3 +35,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if os.environ.get("METAKIT_NO_SKIPS") == "1" and _skipped:
         print(f"\nMETAKIT_NO_SKIPS=1, but {len(_skipped)} tests were skipped: {_skipped}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Every test module is imported by now, torch with them where it is
+    # installed: hundreds of thousands of objects that live to the end.
+    # Frozen, they are left out of every later collection, so that the tests
+    # that collect again and again (threads, lifetimes) walk only what the
+    # tests themselves made.  A frozen object is never collected: what the
+    # modules hold lives to the end anyway.
+    gc.collect()
+    gc.freeze()

@@ -678,7 +678,7 @@ def test_zerocopy_classes_while_classes_are_collected_in_another_thread():
     sys.setswitchinterval(1e-5)
     t.start()
     try:
-        for _ in range(1500):
+        for _ in range(500):
             listed = metakit.zerocopy_classes()
             assert all(isinstance(c, type) for c in listed)
     finally:

@@ -1124,7 +1124,7 @@ def test_threads_create_call_override_and_checkcache():
     def worker(seed):
         rnd = random.Random(seed)
         try:
-            for _ in range(60):
+            for _ in range(30):
                 n = rnd.randint(1, 9)
                 names = [f"f{seed}_{rnd.randint(0, 20)}_{j}" for j in range(n)]
                 cls = make_dataclass(
