@@ -89,7 +89,7 @@ class ZeroCopyFields(type):
         fields = "__dataclass_fields__" in namespace or _inherits_fields(cls)
         # Only a class with methods of its own, or a new MRO, can put a
         # user's method in front of generated ones (rule 2).
-        guard = len(bases) > 1 or not _METHOD_NAMES.isdisjoint(namespace)
+        guard = len(bases) > 1 or ASDICT in namespace or ASTUPLE in namespace or REPLACE in namespace
         if fields or guard:
             with LOCK:
                 if fields and _needs_methods_of_its_own(cls, namespace):
@@ -282,7 +282,9 @@ def _is_ours(name: str, value: object) -> bool:
 
 def _place(cls: type, methods: GeneratedMethods) -> None:
     """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not."""
-    if _METHOD_NAMES.isdisjoint(cls.__dict__) and _finds_dispatchers(cls):
+    namespace = cls.__dict__
+    # (Three lookups cost less than ``isdisjoint``, which walks the namespace.)
+    if ASDICT not in namespace and ASTUPLE not in namespace and REPLACE not in namespace and _finds_dispatchers(cls):
         # The usual class: none of the names of its own, and ``ZeroCopy``'s
         # methods above it.
         _set(cls, ASDICT, methods.asdict)
