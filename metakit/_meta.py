@@ -181,12 +181,27 @@ def _watched_set(cls: type, name: str) -> None:
             if not type.__subclasses__(cls):
                 return
         _recheck_calls(cls)
+    elif name == REPLACE and namespace.get(REPLACE) is _DATACLASSES_REPLACE and _is_a_dataclass_with_no_subclasses(cls):
+        # 3.13's ``dataclasses`` gives the generic ``__replace__`` after
+        # ``__init__``, so after the methods were made: the generated one
+        # takes its place, which is all that ``_changed`` would do here.
+        _set(cls, REPLACE, namespace[STATE].replace)
     elif STATE in namespace or type.__subclasses__(cls) or not _is_ours(name, namespace.get(name)):
         # A method name: a user's method, or one the rules take for metakit's
         # (such as the generic ``__replace__`` that ``dataclasses`` gives from
         # 3.13 on), which is replaced by the generated one.  A class with no
         # generated methods yet, and no subclasses, gets them later.
         _changed(cls)
+
+
+def _is_a_dataclass_with_no_subclasses(cls: type) -> bool:
+    """Whether *cls* is a dataclass with generated methods of its own, and no subclasses."""
+    namespace = cls.__dict__
+    return (
+        type(namespace.get(STATE)) is GeneratedMethods
+        and "__dataclass_fields__" in namespace
+        and not type.__subclasses__(cls)
+    )
 
 
 def _calls_hold(cls: type, layout: Layout) -> bool:
