@@ -671,3 +671,67 @@ def test_an_override_assigned_while_another_thread_places_a_subclasss_methods_re
     assert "asdict_zerocopy" not in Sub.__dict__  # rule 1: it inherits the user's method
     assert Sub().asdict_zerocopy() == {"the user's": True}
     assert metakit.asdict_zerocopy(Sub()) == {"a": 1, "b": 2}
+
+
+# --- 3.13's generic __replace__, replaced in one step on a new leaf dataclass ---------
+
+
+def _generated_replace(cls: type) -> object:
+    return methods_of(cls).replace
+
+
+def test_a_new_dataclass_holds_its_generated_replace():
+    @dataclass
+    class Leaf(ZeroCopy):
+        a: int
+        b: int = 2
+
+    assert Leaf.__dict__["__replace__"] is _generated_replace(Leaf)
+    assert metakit.replace(Leaf(1), b=5) == Leaf(1, 5)
+
+
+def test_a_class_decorated_after_it_has_a_subclass_gets_the_rules_for_its_family():
+    # Not a leaf when dataclasses gives it __replace__: the one-step path is not taken.
+    class Late(ZeroCopy):
+        a: int
+
+    class Below(Late):
+        def __replace__(self, /, **changes: Any) -> Any:
+            return ("below's own", changes)
+
+    dataclass(Late)
+    assert Late.__dict__["__replace__"] is _generated_replace(Late)
+    assert metakit.replace(Late(1), a=3) == Late(3)
+    below = Below(1)
+    assert below.__replace__(a=2) == ("below's own", {"a": 2})
+    assert metakit.replace(below, a=2).a == 2  # the function form never calls an override
+
+
+def test_a_replace_written_in_the_class_body_is_kept():
+    @dataclass
+    class Own(ZeroCopy):
+        a: int
+
+        def __replace__(self, /, **changes: Any) -> Any:
+            return "own"
+
+    assert Own(1).__replace__() == "own"
+    assert metakit.replace(Own(1), a=2) == Own(2)
+
+
+def test_the_generic_replace_of_dataclasses_is_replaced_whenever_it_is_assigned():
+    import copy
+    import dataclasses
+
+    @dataclass(frozen=True)
+    class Frozen(ZeroCopy):
+        a: int
+        b: int = 0
+
+    assert Frozen(1).__replace__(b=4) == Frozen(1, 4)
+    generic = getattr(dataclasses, "_replace", None)
+    if generic is not None:  # 3.13 on: what dataclasses gives every dataclass, and copy.replace calls
+        assert copy.replace(Frozen(1), b=4) == Frozen(1, 4)
+        Frozen.__replace__ = generic  # type: ignore[method-assign]
+        assert Frozen.__dict__["__replace__"] is _generated_replace(Frozen)
+        assert copy.replace(Frozen(1), a=7) == Frozen(7, 0)
