@@ -39,7 +39,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     # Every test module is imported by now, torch with them where it is
-    # installed: hundreds of thousands of objects that live to the end.
+    # installed (about 160,000 objects the collector tracks, torch alone),
+    # and all of that lives to the end.
     # Frozen, they are left out of every later collection, so that the tests
     # that collect again and again (threads, lifetimes) walk only what the
     # tests themselves made.  A frozen object is never collected: what the
