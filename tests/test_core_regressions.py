@@ -691,20 +691,25 @@ def test_a_new_dataclass_holds_its_generated_replace():
 
 
 def test_a_class_decorated_after_it_has_a_subclass_gets_the_rules_for_its_family():
-    # Not a leaf when dataclasses gives it __replace__: the one-step path is not taken.
+    # Not a leaf when dataclasses gives it __replace__: the one-step path is
+    # not taken, and rule 2 holds for the subclass's override.
     class Late(ZeroCopy):
         a: int
 
     class Below(Late):
         def __replace__(self, /, **changes: Any) -> Any:
-            return ("below's own", changes)
+            return ("below's own", super().__replace__(**changes))
 
     dataclass(Late)
-    assert Late.__dict__["__replace__"] is _generated_replace(Late)
+    # Below's override reaches Late's method through super(): it serves the instance's own class.
+    assert Late.__dict__["__replace__"] is ZeroCopy.__dict__["__replace__"]
+    assert Late(1).__replace__(a=3) == Late(3)
     assert metakit.replace(Late(1), a=3) == Late(3)
-    below = Below(1)
-    assert below.__replace__(a=2) == ("below's own", {"a": 2})
-    assert metakit.replace(below, a=2).a == 2  # the function form never calls an override
+    own, made = Below(1).__replace__(a=2)
+    assert own == "below's own"
+    assert type(made) is Below
+    assert made.a == 2
+    assert metakit.replace(Below(1), a=2).a == 2  # the function form never calls an override
 
 
 def test_a_replace_written_in_the_class_body_is_kept():
