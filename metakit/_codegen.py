@@ -25,7 +25,7 @@ from metakit import _template
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
 from metakit._source import function_lines, header, unwritable, why_unwritable, writable_names
-from metakit._weak import WeakValues
+from metakit._weak import forget_dead, live, live_items
 
 # Every generated function shares these globals: generated code reads
 # nothing else, so no class and no user object can be reached from them.
@@ -42,7 +42,7 @@ class _Shared:
     """The source and code that the live classes of one name and layout share.
 
     Its ``linecache`` entry is removed when it is collected, that is, when
-    the last class that holds it is (see ``_forget_source``).
+    the last class that holds it is (see ``_forget``).
     """
 
     __slots__ = ("__weakref__", "codes", "filename", "lines")
@@ -58,6 +58,8 @@ STATE: Final = sys.intern("<metakit>")  # interned, as attribute names are: look
 
 
 _ASDICT_DEFAULTS: Final = (None,)
+_QUALIFIED_BY_CODE: Final = sys.version_info >= (3, 11)
+"""Whether a function takes its ``__qualname__`` from its code's ``co_qualname``."""
 
 
 class GeneratedMethods:
@@ -83,7 +85,7 @@ class GeneratedMethods:
         astuple = FunctionType(codes[ASTUPLE], _GLOBALS)
         replace = FunctionType(codes[REPLACE], _GLOBALS)
         asdict.__module__ = astuple.__module__ = replace.__module__ = module
-        if sys.version_info < (3, 11):
+        if not _QUALIFIED_BY_CODE:
             for function in (asdict, astuple, replace):
                 function.__qualname__ = f"{qualname}.{function.__name__}"
         self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = asdict
@@ -104,20 +106,6 @@ class GeneratedMethods:
         return f"<metakit generated methods {self.filename} for {len(self.names)} fields>"
 
 
-def _forget_source(entry: tuple[int, None, list[str], str], _lifetime: object) -> None:
-    """Remove *entry* from ``linecache``: the classes that held it are gone.
-
-    The callback of a ``_Shared``'s weak reference, cheaper at class
-    creation than ``weakref.finalize``.  It runs from the garbage collector,
-    in any thread, possibly while ``LOCK`` is held: so it takes no lock, and
-    removes only its own entry (no other entry can take that file name while
-    this one is in ``linecache``).
-    """
-    filename = entry[3]
-    if linecache.cache.get(filename) is entry:
-        linecache.cache.pop(filename, None)
-
-
 LOCK: Final = threading.RLock()
 """metakit's one lock: over this module's indexes, and over each change ``_meta`` makes to classes.
 
@@ -128,37 +116,57 @@ handler or a profiler may make a class in the same thread.
 _inside = False
 """Whether the thread that holds ``LOCK`` is inside ``generate`` already (only it can read True)."""
 # Live shared code by (label, layout) and by file name (both hold the one weak
-# reference whose callback ends the ``linecache`` entry); the last suffix each
-# label's file name took, for labels of live classes (see ``_free_filename``).
-_by_key: WeakValues[tuple[str, Layout], _Shared] = WeakValues()
-_by_filename: WeakValues[str, _Shared] = WeakValues()
+# reference whose callback ends the ``linecache`` entry, see ``_weak``); the
+# last suffix each label's file name took, for labels of live classes (see
+# ``_free_filename``).
+_by_key: Final[dict[tuple[str, Layout], weakref.ref[_Shared]]] = {}
+_by_filename: Final[dict[str, weakref.ref[_Shared]]] = {}
 _suffixes: dict[str, int] = {}
 _suffixes_bound = 64
 _made_inside = count(1)
 
 
+def _forget(key: tuple[str, Layout], entry: tuple[int, None, list[str], str], _lifetime: object) -> None:
+    """Remove *entry* from ``linecache``, and *key*'s shared code from the indexes: its classes are gone.
+
+    The callback of a ``_Shared``'s weak reference, cheaper at class
+    creation than ``weakref.finalize``.  It runs from the garbage collector,
+    in any thread, possibly while ``LOCK`` is held: so it takes no lock, and
+    removes only what is its own (no other entry can take that file name
+    while this one is in ``linecache``; ``forget_dead`` keeps a key that new
+    code holds).
+    """
+    filename = entry[3]
+    if linecache.cache.get(filename) is entry:
+        linecache.cache.pop(filename, None)
+    forget_dead(_by_key, key)
+    forget_dead(_by_filename, filename)
+
+
 def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     """New generated functions for the class *module.qualname* of this *layout*.
 
-    Raises ``TypeError`` naming the field when a field's name cannot be
-    written into source.
+    The caller holds ``LOCK``.  Raises ``TypeError`` naming the field when a
+    field's name cannot be written into source.
     """
     global _inside  # noqa: PLW0603  # this module's own state, under LOCK
-    label = printable(f"{module}.{qualname}")
+    label = f"{module}.{qualname}"
+    if not label.isprintable():  # (``printable``, written out: a call costs more than the test)
+        label = printable(label)
     key = (label, layout)
-    with LOCK:
-        if _inside:
-            # Made from inside another class's ``generate`` in this thread
-            # (by a finalizer, say), which may have chosen a file name and not
-            # yet taken it: this code takes a name of a form it never chooses.
-            return GeneratedMethods(layout, _share(key, qualname, _inside_filename(label)), module, qualname, label)
-        _inside = True
-        try:
-            shared = _by_key.get(key)
-            if shared is None:
-                shared = _share(key, qualname, None)
-        finally:
-            _inside = False
+    if _inside:
+        # Made from inside another class's ``generate`` in this thread (by a
+        # finalizer, say), which may have chosen a file name and not yet
+        # taken it: this code takes a name of a form it never chooses.
+        return GeneratedMethods(layout, _share(key, qualname, _inside_filename(label)), module, qualname, label)
+    _inside = True
+    try:
+        ref = _by_key.get(key)
+        shared = None if ref is None else ref()
+        if shared is None:
+            shared = _share(key, qualname, None)
+    finally:
+        _inside = False
     return GeneratedMethods(layout, shared, module, qualname, label)
 
 
@@ -171,7 +179,7 @@ def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Sha
     """New shared code for *key*, under *filename*, or else a free file name for its label."""
     label, layout = key
     try:
-        compiled = _compiled_for(layout)
+        compiled = _cached_compile(layout) if len(layout.names) <= _MOST_CACHED_FIELDS else _compile(layout)
     except _BadName as error:
         name = error.args[0]
         raise TypeError(
@@ -179,15 +187,13 @@ def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Sha
         ) from None
     if filename is None:
         filename = _free_filename(label)
-    lines = [header(label), *compiled.body]
-    shared = _Shared(lines, filename, compiled.named(filename, qualname))
+    codes, lines = compiled.named(label, filename, qualname)
+    shared = _Shared(lines, filename, codes)
     # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there is
     # no file to compare it with.
     entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
-    lifetime = weakref.ref(shared, functools.partial(_forget_source, entry))
-    _by_key.hold(key, lifetime)
-    _by_filename.hold(filename, lifetime)
+    _by_key[key] = _by_filename[filename] = weakref.ref(shared, functools.partial(_forget, key, entry))
     return shared
 
 
@@ -200,24 +206,25 @@ class _Compiled:
 
     The code is made for each file name and class name it serves: copied
     from a template where one fits, else renamed from a real compile.  The
-    last one made is kept, for a class made again.
+    last one made is kept with its lines, header included, for a class made
+    again.
     """
 
     __slots__ = ("_codes", "_last", "_names", "_template", "body", "size")
 
     def __init__(self, body: tuple[str, ...], template: _template.Template | None, names: tuple[str, ...]) -> None:
         self.body = body
-        self.size = sum(map(len, body))
+        self.size = len("".join(body))  # (a join costs less than summing lengths)
         self._template = template
         self._names = names
         self._codes: dict[str, CodeType] | None = None
-        self._last: tuple[str, str, dict[str, CodeType]] | None = None
+        self._last: tuple[str, str, str, dict[str, CodeType], list[str]] | None = None
 
-    def named(self, filename: str, qualname: str) -> dict[str, CodeType]:
-        """The code under *filename*, with the qualified names of the class *qualname*'s methods."""
+    def named(self, label: str, filename: str, qualname: str) -> tuple[dict[str, CodeType], list[str]]:
+        """The code under *filename* with the qualified names of class *qualname*'s methods, and *label*'s lines."""
         last = self._last  # one read: another thread may set it meanwhile
-        if last is not None and last[0] == filename and last[1] == qualname:
-            return last[2]  # a class made again, as a class statement run again makes it
+        if last is not None and last[0] == filename and last[1] == qualname and last[2] == label:
+            return last[3], last[4]  # a class made again, as a class statement run again makes it
         named = None
         if self._template is not None:
             try:
@@ -228,8 +235,9 @@ class _Compiled:
             if self._codes is None:
                 self._codes = _template.compile_methods(header("metakit") + "".join(self.body))
             named = {method: _renamed(code, filename, qualname) for method, code in self._codes.items()}
-        self._last = (filename, qualname, named)
-        return named
+        lines = [header(label), *self.body]
+        self._last = (filename, qualname, label, named, lines)
+        return named, lines
 
 
 def _renamed(code: CodeType, filename: str, qualname: str) -> CodeType:
@@ -237,12 +245,6 @@ def _renamed(code: CodeType, filename: str, qualname: str) -> CodeType:
         return code.replace(co_filename=filename, co_qualname=f"{qualname}.{code.co_name}")
     else:  # noqa: RET505  # no co_qualname before 3.11 (and mypy checks each branch as its version)
         return code.replace(co_filename=filename)
-
-
-def _compiled_for(layout: Layout) -> _Compiled:
-    if len(layout.names) > _MOST_CACHED_FIELDS:
-        return _compile(layout)
-    return _cached_compile(layout)
 
 
 _MOST_CACHED_FIELDS: Final = 100
@@ -264,7 +266,8 @@ _cached_compile: Final = functools.lru_cache(maxsize=256)(_compile)
 def _free_filename(label: str) -> str:
     """A file name for *label* that no live code and no ``linecache`` entry holds."""
     filename = f"<metakit {label}>"
-    if not _taken(filename):
+    ref = _by_filename.get(filename)  # (``_taken``, written out: a call costs more than the lookups)
+    if filename not in linecache.cache and (ref is None or ref() is None):
         return filename
     # Live classes of one name with different fields (a factory's classes)
     # take suffixes in turn; each new one looks on from the last, so that
@@ -295,14 +298,14 @@ def _forget_suffixes() -> None:
     """Drop the suffixes of labels that no live class has any more, once they have doubled."""
     global _suffixes_bound  # noqa: PLW0603  # this module's own state, under LOCK
     if len(_suffixes) > _suffixes_bound:
-        live = {label for label, _ in _by_key.keys()}  # noqa: SIM118  # a WeakValues, not a dict
+        live = {label for (label, _), _ in live_items(_by_key)}
         for label in [label for label in _suffixes if label not in live]:
             del _suffixes[label]
         _suffixes_bound = max(64, 2 * len(_suffixes))
 
 
 def _taken(filename: str) -> bool:
-    return filename in linecache.cache or _by_filename.get(filename) is not None
+    return filename in linecache.cache or live(_by_filename, filename) is not None
 
 
 # --- linecache.checkcache, made safe for entries that go away ----------------

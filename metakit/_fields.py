@@ -43,17 +43,9 @@ def included_names(cls: type) -> tuple[str, ...]:
     return tuple([as_text(f.name) for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
 
 
-_JUST_STR: Final = {str}
-
-
 def as_text(name: str) -> str:
     """*name* as a plain ``str``: a subclass's ``__repr__`` or ``__format__`` must never write source."""
     return name if type(name) is str or not isinstance(name, str) else str.__str__(name)
-
-
-def plain_texts(names: Iterable[object]) -> bool:
-    """Whether each of *names* is a plain ``str``, no subclass (whose methods could say anything)."""
-    return set(map(type, names)) <= _JUST_STR
 
 
 # What ``dataclasses.replace`` does with each entry of ``__dataclass_fields__``

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import is_dataclass
 from typing import Any, Final, TypeVar
 
-from metakit._codegen import STATE, GeneratedMethods, generate, is_generated
+from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, is_generated
 from metakit._fields import ASDICT, ASTUPLE, layout_of
 
 __all__ = [
@@ -49,7 +49,10 @@ def _plain_entry(cls: type) -> _PlainEntry:
     seen.
     """
     fields = getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
-    return generate(cls.__module__, cls.__qualname__, layout_of(cls)), fields, _calls(cls)
+    layout = layout_of(cls)
+    with LOCK:
+        methods = generate(cls.__module__, cls.__qualname__, layout)
+    return methods, fields, _calls(cls)
 
 
 def _plain_current(cls: type) -> _PlainEntry:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import weakref
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from itertools import count
 from typing import Any, Final, TypeVar
 
@@ -34,15 +34,18 @@ from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, is_generat
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._source import writable_names
-from metakit._weak import WeakValues
+from metakit._weak import live_items, prune
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
 
-# Every class ZeroCopyFields made, by the order in which they were made.  It
-# takes no lock: each key is taken once, and ``WeakValues`` changes only by
-# single operations, so classes made at once in many threads each get in.
-_registry: WeakValues[int, type] = WeakValues()
+# Every class ZeroCopyFields made, by the order in which they were made (see
+# ``_weak``).  It takes no lock: each key is taken once, and the dict changes
+# only by single operations, so classes made at once in many threads each get
+# in.  Dead references are dropped whenever it has doubled since the last
+# time, which costs O(1) a class: less than a callback for each.
+_registry: Final[dict[int, weakref.ref[type]]] = {}
 _made = count()
+_prune_at = 64
 
 _ABSENT: Final = object()
 _NONE_COMING_BACK: Final[frozenset[tuple[int, str]]] = frozenset()
@@ -52,6 +55,10 @@ _DATACLASSES_GIVE_REPLACE: Final = sys.version_info >= (3, 13)
 
 _DISPATCHERS: Final[dict[str, object]] = {}
 """``ZeroCopy``'s methods, by name (filled in once it exists): each serves the instance's own class."""
+_ZEROCOPY_ALONE: tuple[type, ...] | None = None
+"""``(ZeroCopy,)``, the bases of most classes (set once it exists)."""
+_ZEROCOPY_NAMESPACE: Mapping[str, Any] = {}
+"""``ZeroCopy.__dict__`` (set once it exists): a view, made once, since each one made costs."""
 
 _set: Final = type.__setattr__
 _delete: Final = type.__delattr__
@@ -85,17 +92,30 @@ class ZeroCopyFields(type):
         # ZeroCopyFields is the metaclass itself, the next one is ``type``.
         new = type.__new__ if mcls is ZeroCopyFields else super().__new__
         cls = new(mcls, name, bases, namespace, **kwargs)
-        _registry.hold(next(_made), weakref.ref(cls))
-        fields = "__dataclass_fields__" in namespace or _inherits_fields(cls)
+        _registry[next(_made)] = weakref.ref(cls)
+        if len(_registry) > _prune_at:
+            _prune_registry()
+        if "__dataclass_fields__" in namespace:
+            fields = True
+        elif bases == _ZEROCOPY_ALONE and mcls is ZeroCopyFields:
+            # The usual class, whose MRO is (cls, ZeroCopy, object): it
+            # inherits fields only if ZeroCopy itself was made a dataclass.
+            fields = "__dataclass_fields__" in _ZEROCOPY_NAMESPACE
+        else:
+            fields = _inherits_fields(cls)
         # Only a class with methods of its own, or a new MRO, can put a
         # user's method in front of generated ones (rule 2).
         guard = len(bases) > 1 or ASDICT in namespace or ASTUPLE in namespace or REPLACE in namespace
         if fields or guard:
-            with LOCK:
+            # (``acquire`` and ``release`` cost half of what ``with`` costs.)
+            LOCK.acquire()
+            try:
                 if fields and _needs_methods_of_its_own(cls, namespace):
-                    _install(cls)
+                    _install(cls, cls.__dict__)
                 if guard:
                     _guard_bases(cls)
+            finally:
+                LOCK.release()
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
@@ -109,7 +129,8 @@ class ZeroCopyFields(type):
             else:
                 super().__setattr__(name, value)
             return
-        with LOCK:  # the change and what the rules make of it, as one to other threads
+        LOCK.acquire()  # the change and what the rules make of it, as one to other threads
+        try:
             if name in _METHOD_NAMES and not _is_ours(name, value):
                 # A user's method is about to appear: whatever it can reach
                 # through ``super()`` must serve the instance's class before
@@ -120,9 +141,12 @@ class ZeroCopyFields(type):
             else:
                 super().__setattr__(name, value)
             _watched_set(cls, name)
+        finally:
+            LOCK.release()
 
     def __delattr__(cls, name: str) -> None:
-        with LOCK:
+        LOCK.acquire()
+        try:
             if type(cls) is ZeroCopyFields:
                 _delete(cls, name)
             else:
@@ -131,6 +155,13 @@ class ZeroCopyFields(type):
                 _changed(cls)
             elif name in ("__init__", "__new__"):
                 _recheck_calls(cls)
+        finally:
+            LOCK.release()
+
+
+def _prune_registry() -> None:
+    global _prune_at  # noqa: PLW0603  # this module's own state
+    _prune_at = prune(_registry)
 
 
 def _inherits_fields(cls: type) -> bool:
@@ -167,17 +198,17 @@ def _watched_set(cls: type, name: str) -> None:
             # ``dataclasses`` fails to compile its ``__init__`` with it.
             or not writable_names(tuple(namespace["__dataclass_fields__"]))
         ):
-            _install(cls)
+            _install(cls, namespace)
         elif STATE in namespace:  # methods for other fields, made before: not theirs to serve
             _delete(cls, STATE)
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = namespace.get(STATE)
         if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
-            _install(cls)
+            _install(cls, namespace)
     elif name in ("__init__", "__new__"):
         if name == "__init__" and STATE not in namespace and "__dataclass_fields__" in namespace:
-            _install(cls)  # written by dataclasses, which set the fields just before
+            _install(cls, namespace)  # written by dataclasses, which set the fields just before
             if not type.__subclasses__(cls):
                 return
         _recheck_calls(cls)
@@ -220,21 +251,21 @@ def _recheck_calls(cls: type) -> None:
     for member in _family(cls) if type.__subclasses__(cls) else (cls,):
         methods = getattr(member, STATE, None)  # its own, or those it shares with the dataclass above it
         if type(methods) is GeneratedMethods and not _calls_hold(member, methods.layout):
-            _install(member)
+            _install(member, member.__dict__)
 
 
-def _install(cls: type) -> None:
-    """Give the dataclass *cls* generated methods for its own fields."""
-    if STATE in cls.__dict__:
+def _install(cls: type, namespace: Mapping[str, Any]) -> None:
+    """Give the dataclass *cls* generated methods for its own fields (*namespace* is ``cls.__dict__``)."""
+    if STATE in namespace:
         # Made before for other fields (those an undecorated subclass of a
         # plain dataclass inherits, before its decorator adds its own; or a
         # name ``slots=True`` changed since): let the old code go first, so
         # that the new can take its file name.
         _delete(cls, STATE)
-    methods = generate(cls.__module__, cls.__qualname__, layout_of(cls))
+    methods = generate(namespace["__module__"], cls.__qualname__, layout_of(cls))
     # metakit's own writes go straight to ``type``: nothing need watch them.
     _set(cls, STATE, methods)
-    _place(cls, methods)
+    _place(cls, methods, namespace)
     if type.__subclasses__(cls):
         # Overrides below may reach the new methods through ``super()`` (rule 2).
         for member in _family(cls):
@@ -295,9 +326,11 @@ def _is_ours(name: str, value: object) -> bool:
     return is_generated(value) or value is _DISPATCHERS.get(name) or value is _DATACLASSES_REPLACE
 
 
-def _place(cls: type, methods: GeneratedMethods) -> None:
-    """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not."""
-    namespace = cls.__dict__
+def _place(cls: type, methods: GeneratedMethods, namespace: Mapping[str, Any]) -> None:
+    """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not.
+
+    *namespace* is ``cls.__dict__`` (a view: it shows each change).
+    """
     # (Three lookups cost less than ``isdisjoint``, which walks the namespace.)
     if ASDICT not in namespace and ASTUPLE not in namespace and REPLACE not in namespace and _finds_dispatchers(cls):
         # The usual class: none of the names of its own, and ``ZeroCopy``'s
@@ -399,7 +432,7 @@ def zerocopy_classes() -> list[type]:
     class that ``@dataclass(slots=True)`` replaces by a new one is not
     listed.
     """
-    classes = _registry.values()
+    classes = [cls for _, cls in live_items(_registry)]
     # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.
     newest = {id(fields): cls for cls in classes if (fields := cls.__dict__.get("__dataclass_fields__")) is not None}
     return [cls for cls in classes if newest.get(id(cls.__dict__.get("__dataclass_fields__")), cls) is cls]
@@ -445,3 +478,5 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
 
 _DISPATCHERS.update({name: ZeroCopy.__dict__[name] for name in METHOD_NAMES})
+_ZEROCOPY_ALONE = (ZeroCopy,)
+_ZEROCOPY_NAMESPACE = ZeroCopy.__dict__

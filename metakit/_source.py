@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
-from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout, as_text, plain_texts
+from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout, as_text
 
 _KEYWORDS: Final = frozenset([*keyword.kwlist, "__debug__"])
 
@@ -58,19 +58,13 @@ def why_unwritable(name: object) -> str:
 
 def unwritable(names: Sequence[object]) -> object | None:
     """The first of *names* that ``writable_name`` refuses, or ``None``."""
-    try:
-        # The usual names, ASCII identifiers that are not keywords, are
-        # checked all at once, in C.
-        if all(map(str.isidentifier, names)) and "".join(names).isascii() and _KEYWORDS.isdisjoint(names):  # type: ignore[arg-type]
-            return None
-    except TypeError:  # a name that is not a str
-        pass
     return next((name for name in names if not writable_name(name)), None)
 
 
 _WRITABLE: Final[set[tuple[str, ...]]] = set()
 """Lists of names ``writable_names`` found writable (names only; emptied past ``_MOST_WRITABLE``)."""
 _MOST_WRITABLE: Final = 1024
+_JUST_STR: Final = {str}
 
 
 def writable_names(names: tuple[str, ...]) -> bool:
@@ -81,9 +75,15 @@ def writable_names(names: tuple[str, ...]) -> bool:
     """
     if names in _WRITABLE:  # a class made again, or checked before its dataclass __init__ is written
         return True
-    if unwritable(names) is not None:
+    try:
+        # The usual names, ASCII identifiers that are not keywords, are
+        # checked all at once, in C.
+        usual = all(map(str.isidentifier, names)) and "".join(names).isascii() and _KEYWORDS.isdisjoint(names)
+    except TypeError:  # a name that is not a str
+        usual = False
+    if not usual and unwritable(names) is not None:
         return False
-    if plain_texts(names):
+    if set(map(type, names)) <= _JUST_STR:  # plain texts only
         if len(_WRITABLE) >= _MOST_WRITABLE:
             _WRITABLE.clear()
         _WRITABLE.add(names)

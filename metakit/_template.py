@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from types import CodeType
 from typing import Any, Final
@@ -119,62 +119,61 @@ else:
 # --- templates ---------------------------------------------------------------
 # A copy for real names is made without a loop over the code: each of the
 # template's names, constants and pieces of source is found, by its index,
-# in one "pool" tuple of the class's names followed by the fixed ones.
+# in one "pool" tuple that the three functions share: the class's names,
+# then the fixed values, then the tuples that hold names (the keys of a dict
+# display), built for the copy.
 
 
-def _getter(indices: tuple[int, ...]) -> Callable[[tuple[object, ...]], tuple[Any, ...]]:
+_Getter = Callable[[tuple[object, ...]], tuple[Any, ...]]
+
+
+def _getter(indices: tuple[int, ...]) -> _Getter:
     """A function that takes the items at *indices* of a tuple, as a tuple, in C where it can."""
     if len(indices) >= 2:
         return itemgetter(*indices)
     return lambda pool: tuple([pool[at] for at in indices])
 
 
+class _PoolLayout:
+    """Where each value of the template's code is in the pool, while the recipes are written."""
+
+    def __init__(self, placeholders: tuple[str, ...]) -> None:
+        self.index = {name: at for at, name in enumerate(placeholders)}
+        self.fixed: list[object] = []
+        self.tuples: list[tuple[int, ...]] = []
+
+    def at(self, value: object) -> int:
+        """The index of *value*: a placeholder's own, else a new fixed value's."""
+        if type(value) is str and value in self.index:
+            return self.index[value]
+        if type(value) is tuple and not self.index.keys().isdisjoint(value):
+            raise ValueError("a tuple of names inside a tuple of constants")  # never written
+        self.fixed.append(value)
+        return len(self.index) + len(self.fixed) - 1
+
+    def const_at(self, value: object) -> int:
+        """``at``, but a tuple that holds names is built for the copy: for it, ``-1 - k`` (the k-th built)."""
+        if type(value) is tuple and not self.index.keys().isdisjoint(value):
+            self.tuples.append(tuple([self.at(item) for item in value]))
+            return -len(self.tuples)
+        return self.at(value)
+
+
 class _Recipe:
-    """How to copy one function's template code for other names: by index into a pool."""
+    """How to copy one function's template code for other names: by index into the pool."""
 
-    __slots__ = ("_consts", "_fixed", "_names", "_tuples", "code", "dotted")
+    __slots__ = ("_consts", "_names", "code", "dotted")
 
-    def __init__(self, code: CodeType, placeholders: tuple[str, ...]) -> None:
+    def __init__(self, code: CodeType, names: tuple[int, ...], consts: tuple[int, ...]) -> None:
         self.code = code
         self.dotted = f".{code.co_name}"
-        index = {name: at for at, name in enumerate(placeholders)}
-        fixed: list[object] = []
-
-        def at(value: object) -> int:
-            if type(value) is str and value in index:
-                return index[value]
-            if type(value) is tuple and not index.keys().isdisjoint(value):
-                raise ValueError("a tuple of names inside a tuple of constants")  # never written
-            fixed.append(value)
-            return len(placeholders) + len(fixed) - 1
-
-        names = tuple([at(name) for name in code.co_names])
-        consts: list[int | None] = []  # None: the next tuple built for the copy
-        tuples: list[tuple[int, ...]] = []
-        for value in code.co_consts:
-            if type(value) is tuple and not index.keys().isdisjoint(value):
-                tuples.append(tuple([at(item) for item in value]))  # the keys of a dict display
-                consts.append(None)
-            else:
-                consts.append(at(value))
-        # The tuples built for a copy follow the names and the fixed values in the pool.
-        built = iter(range(len(placeholders) + len(fixed), len(placeholders) + len(fixed) + len(tuples)))
-        self._fixed = tuple(fixed)
         self._names = _getter(names)
-        self._consts = _getter(tuple([next(built) if at is None else at for at in consts]))
-        self._tuples = tuple([_getter(indices) for indices in tuples])
-
-    def _pool(self, names: tuple[str, ...]) -> tuple[object, ...]:
-        pool = names + self._fixed
-        for make in self._tuples:  # each takes names and fixed values only: those before it
-            pool += (make(pool),)
-        return pool
+        self._consts = _getter(consts)
 
     if sys.version_info >= (3, 11):
 
-        def copy(self, names: tuple[str, ...], filename: str, qualname: str) -> CodeType:
-            """The code for fields *names*, under *filename*, as the method of the class *qualname*."""
-            pool = self._pool(names)
+        def copy(self, pool: tuple[object, ...], filename: str, qualname: str) -> CodeType:
+            """The code for the names in *pool*, under *filename*, as the method of the class *qualname*."""
             return self.code.replace(
                 co_names=self._names(pool),
                 co_consts=self._consts(pool),
@@ -184,10 +183,26 @@ class _Recipe:
 
     else:  # no co_qualname before 3.11
 
-        def copy(self, names: tuple[str, ...], filename: str, qualname: str) -> CodeType:
-            """The code for fields *names*, under *filename*, as the method of the class *qualname*."""
-            pool = self._pool(names)
+        def copy(self, pool: tuple[object, ...], filename: str, qualname: str) -> CodeType:
+            """The code for the names in *pool*, under *filename*, as the method of the class *qualname*."""
             return self.code.replace(co_names=self._names(pool), co_consts=self._consts(pool), co_filename=filename)
+
+
+def _recipes(
+    codes: Iterable[CodeType], placeholders: tuple[str, ...]
+) -> tuple[list[_Recipe], tuple[object, ...], tuple[_Getter, ...]]:
+    """The recipes of *codes*, the fixed values of their pool, and the makers of its built tuples."""
+    layout = _PoolLayout(placeholders)
+    written = [
+        (code, tuple([layout.at(name) for name in code.co_names]), [layout.const_at(value) for value in code.co_consts])
+        for code in codes
+    ]
+    first_built = len(placeholders) + len(layout.fixed)  # the built tuples follow every fixed value
+    recipes = [
+        _Recipe(code, names, tuple([first_built - 1 - at if at < 0 else at for at in consts]))
+        for code, names, consts in written
+    ]
+    return recipes, tuple(layout.fixed), tuple([_getter(indices) for indices in layout.tuples])
 
 
 def same_code(a: CodeType, b: CodeType) -> bool:
@@ -210,6 +225,8 @@ class Template:
         self.codes: dict[str, CodeType] = {}
         self.reads: frozenset[str] = frozenset()
         self._recipes: tuple[_Recipe, ...] = ()
+        self._fixed: tuple[object, ...] = ()
+        self._tuples: tuple[_Getter, ...] = ()
         try:
             self.trusted = self._build()
         except Exception:  # any failure means no template (see the module's docstring)
@@ -218,7 +235,8 @@ class Template:
     def _build(self) -> bool:
         """Compile the template and check it against a real compile; whether it agrees."""
         self.codes = self._compiled(self.placeholders)
-        self._recipes = tuple(_Recipe(code, self.placeholders) for code in self.codes.values())
+        recipes, self._fixed, self._tuples = _recipes(self.codes.values(), self.placeholders)
+        self._recipes = tuple(recipes)
         # Names the code reads besides the fields (``isinstance``, ``KeyError``,
         # ...).  ``compile`` holds a field of the same name once in
         # ``co_names``, a copy of the template twice: such fields are
@@ -241,7 +259,15 @@ class Template:
 
         The code is under *filename*, as the methods of the class *qualname*.
         """
-        return {recipe.code.co_name: recipe.copy(names, filename, qualname) for recipe in self._recipes}
+        pool = names + self._fixed
+        for make in self._tuples:  # each takes names and fixed values only: those before it
+            pool += (make(pool),)
+        asdict, astuple, replace = self._recipes
+        return {
+            asdict.code.co_name: asdict.copy(pool, filename, qualname),
+            astuple.code.co_name: astuple.copy(pool, filename, qualname),
+            replace.code.co_name: replace.copy(pool, filename, qualname),
+        }
 
 
 # Templates by key, least recently used first; and the keys met once, which

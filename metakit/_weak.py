@@ -1,69 +1,66 @@
-"""A dict whose values are held weakly: the one weak container metakit keeps."""
+"""Dicts of weak references, the one weak container metakit keeps.
+
+Such a dict maps each key to a ``weakref.ref`` to its value, and takes no
+lock: each operation on it is a single one that runs in C, and each walk
+goes over a copy, so that another thread, or a callback that the garbage
+collector runs in the middle of anything, may use it at any moment without
+an error.  (``weakref.WeakValueDictionary`` works the same way, at the cost
+of a Python method call for each operation, which class creation cannot
+afford.)  An owner that must also see the dict and what it holds as one (a
+file name looked up, then taken) locks.
+
+An entry whose value has died goes one of two ways:
+
+- the reference's callback takes it out with ``forget_dead``, which removes
+  it only while it still holds a dead reference, so that a key held again
+  meanwhile keeps its new value;
+- or, where no callback runs (one per entry would cost too much), the owner
+  calls ``prune`` whenever the dict has doubled since the last time: O(1)
+  an entry.
+"""
 
 from __future__ import annotations
 
+import _weakref
 import weakref
-from collections.abc import Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Final, TypeVar
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
 
 
-class WeakValues(Generic[_K, _V]):
-    """A dict of weak references to its values, in insertion order.
+def _forget_dead_in_python(refs: dict[Any, weakref.ref[Any]], key: object) -> None:
+    ref = refs.get(key)
+    if ref is not None and ref() is None:
+        refs.pop(key, None)
 
-    A dead value counts as absent.  Dead references are dropped whenever the
-    dict has doubled since the last time, which costs O(1) an entry: cheaper
-    than ``weakref.WeakValueDictionary``'s callback per entry.
 
-    Each method changes or reads the dict by single operations that run in
-    C, and walks only a copy of it: another thread, or a finalizer that the
-    garbage collector runs in the middle of a method, may use it at any
-    moment without an error.  An owner that must also see the dict and
-    what it holds as one (a file name looked up, then taken) locks.
+forget_dead: Final[Callable[[dict[Any, weakref.ref[Any]], object], None]] = getattr(
+    _weakref, "_remove_dead_weakref", _forget_dead_in_python
+)
+"""Remove *key* from *refs* if it holds a dead reference: CPython's own, in one step in C, which
+``weakref.WeakValueDictionary`` uses (every CPython from 3.6 to 3.14 has it); else the same in
+Python, where another thread could hold the key again between the look and the removal."""
+
+
+def live(refs: dict[_K, weakref.ref[_V]], key: _K) -> _V | None:
+    """The live value under *key*, or ``None``."""
+    ref = refs.get(key)
+    return None if ref is None else ref()
+
+
+def prune(refs: dict[Any, weakref.ref[Any]]) -> int:
+    """Drop the dead references of *refs* (held by no callback); the size past which to prune again: twice the live.
+
+    Called whenever *refs* has grown past that size, it costs O(1) an entry.
     """
+    for key, ref in refs.copy().items():
+        if ref() is None:
+            forget_dead(refs, key)
+    return max(64, 2 * len(refs))
 
-    __slots__ = ("_prune_at", "_refs")
 
-    def __init__(self) -> None:
-        self._refs: dict[_K, weakref.ref[_V]] = {}
-        self._prune_at = 64
-
-    def get(self, key: _K) -> _V | None:
-        """The live value under *key*, or ``None``."""
-        ref = self._refs.get(key)
-        return None if ref is None else ref()
-
-    def __setitem__(self, key: _K, value: _V) -> None:
-        self.hold(key, weakref.ref(value))
-
-    def hold(self, key: _K, ref: weakref.ref[_V]) -> None:
-        """Keep *ref*, a weak reference to the value for *key*: one that has a callback, or that others share.
-
-        The reference stays alive as long as its value does, so its callback runs.
-        """
-        refs = self._refs
-        refs[key] = ref
-        if len(refs) > self._prune_at:
-            self._prune_at = 2 * len(refs)  # first, so that no other hold prunes meanwhile
-            for old, held in refs.copy().items():
-                if held() is None and refs.get(old) is held:  # not held again meanwhile
-                    refs.pop(old, None)
-            self._prune_at = max(64, 2 * len(refs))
-
-    def pop(self, key: _K) -> None:
-        """Forget *key*, if it is there."""
-        self._refs.pop(key, None)
-
-    def __len__(self) -> int:
-        """How many references it holds, dead ones not yet dropped included."""
-        return len(self._refs)
-
-    def values(self) -> list[_V]:
-        """The live values, oldest first."""
-        return [value for value in (ref() for ref in self._refs.copy().values()) if value is not None]
-
-    def keys(self) -> list[_K]:
-        """The keys of live values, oldest first."""
-        return [key for key, ref in self._refs.copy().items() if ref() is not None]
+def live_items(refs: dict[_K, weakref.ref[_V]]) -> list[tuple[_K, _V]]:
+    """The keys and live values, oldest first (read from a copy: the dict may change meanwhile)."""
+    return [(key, value) for key, ref in refs.copy().items() if (value := ref()) is not None]

@@ -559,16 +559,18 @@ from dataclasses import make_dataclass
 import metakit._codegen as codegen
 from metakit import ZeroCopy, generated_source
 
-real, made = codegen._compiled_for, []
+real, made = codegen._free_filename, []
 
-def compiled_for(layout):
-    # As a finalizer that a collection runs here, or a signal handler, would.
+def free_filename(label):
+    # As a finalizer that a collection runs here, or a signal handler, would:
+    # once Outer's file name is chosen, before it is taken.
+    filename = real(label)
     if not made:
         made.append(None)
         made[0] = make_dataclass("Inner", ["q"], bases=(ZeroCopy,))
-    return real(layout)
+    return filename
 
-codegen._compiled_for = compiled_for
+codegen._free_filename = free_filename
 Outer = make_dataclass("Outer", ["a", "b"], bases=(ZeroCopy,))
 (Inner,) = made
 assert Outer(1, 2).asdict_zerocopy() == {"a": 1, "b": 2}

@@ -15,6 +15,7 @@ import pytest
 
 import metakit
 from metakit import OMIT, ZeroCopy, _codegen, _source
+from metakit._weak import live_items
 
 NAMES = [f"Meta{i}" for i in range(20)]
 FIELD_LISTS = [
@@ -103,18 +104,14 @@ def test_classes_made_and_dropped_one_at_a_time_leave_linecache_as_it_was():
 
 def test_the_indexes_of_shared_code_stay_bounded_while_classes_of_new_names_come_and_go():
     gc.collect()
-    most_alive = 0  # a class that outlives a young collection is collected later: the live count varies
     for i in range(3000):
         cls = make_dataclass(f"Passing{i}", [f"passing_{i}"], bases=(ZeroCopy,))
         assert cls(i).asdict_zerocopy() == {f"passing_{i}": i}
         del cls
         gc.collect(0)
-        most_alive = max(most_alive, len(_codegen._by_key.values()))
-    for index in (_codegen._by_filename, _codegen._by_key):
-        # Dead references are dropped whenever an index doubles: it never holds
-        # more than twice the most classes alive at once (and at least 64),
-        # counting the class being made when it prunes, and the one it adds.
-        assert len(index) <= 2 * max(64, most_alive + 1) + 1
+        # Each index entry goes with its code: the indexes hold live code only.
+        alive = len(live_items(_codegen._by_key))
+        assert len(_codegen._by_key) == len(_codegen._by_filename) == alive
 
 
 def test_linecache_entry_outlives_one_class_while_another_shares_it():
