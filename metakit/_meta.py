@@ -59,6 +59,8 @@ _ZEROCOPY_ALONE: tuple[type, ...] | None = None
 """``(ZeroCopy,)``, the bases of most classes (set once it exists)."""
 _ZEROCOPY_NAMESPACE: Mapping[str, Any] = {}
 """``ZeroCopy.__dict__`` (set once it exists): a view, made once, since each one made costs."""
+_zerocopy_holds_none = True
+"""Whether ``ZeroCopy`` holds no user's method under any of the names (see ``_is_usual``)."""
 
 _set: Final = type.__setattr__
 _delete: Final = type.__delattr__
@@ -280,6 +282,8 @@ def _changed(cls: type) -> None:
     down too, and those that come back are put back from the bottom up: no
     class ever inherits a base's generated method in place of its own.
     """
+    if cls is ZeroCopy:
+        _note_zerocopys_methods()
     family = _family(cls)
     coming_back: set[tuple[int, str]] = set()
     back: list[tuple[type, str, object]] = []
@@ -332,9 +336,9 @@ def _place(cls: type, methods: GeneratedMethods, namespace: Mapping[str, Any]) -
     *namespace* is ``cls.__dict__`` (a view: it shows each change).
     """
     # (Three lookups cost less than ``isdisjoint``, which walks the namespace.)
-    if ASDICT not in namespace and ASTUPLE not in namespace and REPLACE not in namespace and _finds_dispatchers(cls):
-        # The usual class: none of the names of its own, and ``ZeroCopy``'s
-        # methods above it.
+    if ASDICT not in namespace and ASTUPLE not in namespace and REPLACE not in namespace and _is_usual(cls):
+        # The usual class: none of the names of its own, and no user's method
+        # above it.
         _set(cls, ASDICT, methods.asdict)
         _set(cls, ASTUPLE, methods.astuple)
         _set(cls, REPLACE, methods.replace)
@@ -378,6 +382,26 @@ def _finds_dispatchers(cls: type) -> bool:
         and getattr(cls, ASTUPLE, None) is _DISPATCHERS[ASTUPLE]
         and getattr(cls, REPLACE, None) is _DISPATCHERS[REPLACE]
     )
+
+
+def _is_usual(cls: type) -> bool:
+    """Whether *cls*, which holds none of the names itself, inherits no user's method under any: the usual class.
+
+    Where its MRO is ``(cls, ZeroCopy, object)``, that is whether ZeroCopy
+    holds none (``_zerocopy_holds_none``, one read instead of three lookups
+    through a new class, which no cache knows yet).  Else it is decided
+    strictly: ``ZeroCopy``'s methods are found.
+    """
+    mro = cls.__mro__
+    if len(mro) == 3 and mro[1] is ZeroCopy:
+        return _zerocopy_holds_none
+    return _finds_dispatchers(cls)
+
+
+def _note_zerocopys_methods() -> None:
+    """``ZeroCopy``'s methods changed: note whether it holds a user's."""
+    global _zerocopy_holds_none  # noqa: PLW0603  # this module's own state, under LOCK
+    _zerocopy_holds_none = not _holds_a_users_method(ZeroCopy)
 
 
 def _inherits_users(cls: type, name: str, own: object, coming_back: Set[tuple[int, str]]) -> bool:

@@ -18,7 +18,7 @@ import pytest
 
 import metakit
 from metakit import ZeroCopy, ZeroCopyFields
-from metakit._functions import methods_of
+from metakit._functions import is_generated, methods_of
 
 # --- 1. metaclass composition: every __setattr__ runs, in MRO order ------------
 
@@ -742,3 +742,47 @@ def test_the_generic_replace_of_dataclasses_is_replaced_whenever_it_is_assigned(
         Frozen.__replace__ = generic  # type: ignore[method-assign]
         assert Frozen.__dict__["__replace__"] is _generated_replace(Frozen)
         assert copy.replace(Frozen(1), a=7) == Frozen(7, 0)
+
+
+# --- a user's method on ZeroCopy itself ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["asdict_zerocopy", "astuple_zerocopy", "__replace__"])
+def test_a_users_method_on_zerocopy_itself_is_inherited_until_it_goes(name):
+    # The usual class (whose only base is ZeroCopy) is placed from what
+    # metakit noted of ZeroCopy's methods: a user's there must be seen.
+    dispatcher = ZeroCopy.__dict__[name]
+
+    def users(self: Any, *args: Any, **kwargs: Any) -> str:
+        return "the user's"
+
+    setattr(ZeroCopy, name, users)
+    try:
+
+        @dataclass
+        class Made(ZeroCopy):
+            a: int
+
+        assert name not in Made.__dict__
+        assert getattr(Made(1), name)() == "the user's"
+        if name != "asdict_zerocopy":
+            assert Made(1).asdict_zerocopy() == {"a": 1}  # the other names: generated
+        delattr(ZeroCopy, name)
+
+        @dataclass
+        class Bare(ZeroCopy):
+            a: int
+
+        assert is_generated(Bare.__dict__[name])  # nothing above: its own generated method
+    finally:
+        setattr(ZeroCopy, name, dispatcher)
+
+    @dataclass
+    class After(ZeroCopy):
+        a: int
+
+    assert is_generated(After.__dict__[name])
+    assert After(1).asdict_zerocopy() == {"a": 1}
+    assert After(1).astuple_zerocopy() == (1,)
+    assert After(1).__replace__(a=2) == After(2)
+    assert Made(1).asdict_zerocopy() == {"a": 1}  # ZeroCopy's method back: Made's own came back too (rule 3)
