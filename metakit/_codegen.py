@@ -46,11 +46,21 @@ class _Shared:
     """
 
     __slots__ = ("__weakref__", "codes", "filename", "lines")
+    # Made by ``_share`` only, which sets each attribute: no ``__init__`` to call.
+    lines: list[str]
+    filename: str
+    codes: dict[str, CodeType]
 
-    def __init__(self, lines: list[str], filename: str, codes: dict[str, CodeType]) -> None:
-        self.lines = lines
-        self.filename = filename
-        self.codes = codes
+
+class _Lifetime(weakref.ref[_Shared]):
+    """The weak reference to a ``_Shared`` whose callback, ``_forget``, ends its ``linecache`` entry.
+
+    It holds what the callback needs (cheaper than a ``functools.partial``).
+    """
+
+    __slots__ = ("entry", "key")
+    key: tuple[str, Layout]
+    entry: tuple[int, None, list[str], str]
 
 
 STATE: Final = sys.intern("<metakit>")  # interned, as attribute names are: lookups hit the type cache
@@ -126,8 +136,8 @@ _suffixes_bound = 64
 _made_inside = count(1)
 
 
-def _forget(key: tuple[str, Layout], entry: tuple[int, None, list[str], str], _lifetime: object) -> None:
-    """Remove *entry* from ``linecache``, and *key*'s shared code from the indexes: its classes are gone.
+def _forget(lifetime: _Lifetime) -> None:
+    """Remove *lifetime*'s entry from ``linecache``, and its key's shared code from the indexes: its classes are gone.
 
     The callback of a ``_Shared``'s weak reference, cheaper at class
     creation than ``weakref.finalize``.  It runs from the garbage collector,
@@ -136,10 +146,11 @@ def _forget(key: tuple[str, Layout], entry: tuple[int, None, list[str], str], _l
     while this one is in ``linecache``; ``forget_dead`` keeps a key that new
     code holds).
     """
+    entry = lifetime.entry
     filename = entry[3]
     if linecache.cache.get(filename) is entry:
         linecache.cache.pop(filename, None)
-    forget_dead(_by_key, key)
+    forget_dead(_by_key, lifetime.key)
     forget_dead(_by_filename, filename)
 
 
@@ -188,12 +199,18 @@ def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Sha
     if filename is None:
         filename = _free_filename(label)
     codes, lines = compiled.named(label, filename, qualname)
-    shared = _Shared(lines, filename, codes)
+    shared = _Shared()
+    shared.lines = lines
+    shared.filename = filename
+    shared.codes = codes
     # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there is
     # no file to compare it with.
     entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
-    _by_key[key] = _by_filename[filename] = weakref.ref(shared, functools.partial(_forget, key, entry))
+    lifetime = _Lifetime(shared, _forget)
+    lifetime.key = key
+    lifetime.entry = entry
+    _by_key[key] = _by_filename[filename] = lifetime
     return shared
 
 

@@ -195,7 +195,9 @@ def _watched_set(cls: type, name: str) -> None:
         # methods wait for it, since ``replace`` calls it (see below).
         if (
             "__init__" in namespace
-            or not getattr(namespace.get("__dataclass_params__"), "init", False)
+            # (``in`` and a subscript cost less than the view's ``get``.)
+            or "__dataclass_params__" not in namespace
+            or not getattr(namespace["__dataclass_params__"], "init", False)
             # A name that cannot be written into source: say so now, before
             # ``dataclasses`` fails to compile its ``__init__`` with it.
             or not writable_names(tuple(namespace["__dataclass_fields__"]))
