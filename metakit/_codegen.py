@@ -198,7 +198,11 @@ def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Sha
         ) from None
     if filename is None:
         filename = _free_filename(label)
-    codes, lines = compiled.named(label, filename, qualname)
+    last = compiled.last  # one read: another thread may set it meanwhile
+    if last is not None and last[0] == filename and last[1] == qualname and last[2] == label:
+        codes, lines = last[3], last[4]  # a class made again, as a class statement run again makes it
+    else:
+        codes, lines = compiled.named(label, filename, qualname)
     shared = _Shared()
     shared.lines = lines
     shared.filename = filename
@@ -224,10 +228,10 @@ class _Compiled:
     The code is made for each file name and class name it serves: copied
     from a template where one fits, else renamed from a real compile.  The
     last one made is kept with its lines, header included, for a class made
-    again.
+    again (``last``: file name, qualified name, label, code, lines).
     """
 
-    __slots__ = ("_codes", "_last", "_names", "_template", "body", "size")
+    __slots__ = ("_codes", "_names", "_template", "body", "last", "size")
 
     def __init__(self, body: tuple[str, ...], template: _template.Template | None, names: tuple[str, ...]) -> None:
         self.body = body
@@ -235,13 +239,13 @@ class _Compiled:
         self._template = template
         self._names = names
         self._codes: dict[str, CodeType] | None = None
-        self._last: tuple[str, str, str, dict[str, CodeType], list[str]] | None = None
+        self.last: tuple[str, str, str, dict[str, CodeType], list[str]] | None = None
 
     def named(self, label: str, filename: str, qualname: str) -> tuple[dict[str, CodeType], list[str]]:
-        """The code under *filename* with the qualified names of class *qualname*'s methods, and *label*'s lines."""
-        last = self._last  # one read: another thread may set it meanwhile
-        if last is not None and last[0] == filename and last[1] == qualname and last[2] == label:
-            return last[3], last[4]  # a class made again, as a class statement run again makes it
+        """New code under *filename* with the qualified names of class *qualname*'s methods, and *label*'s lines.
+
+        (The caller looks at ``last`` first.)
+        """
         named = None
         if self._template is not None:
             try:
@@ -253,7 +257,7 @@ class _Compiled:
                 self._codes = _template.compile_methods(header("metakit") + "".join(self.body))
             named = {method: _renamed(code, filename, qualname) for method, code in self._codes.items()}
         lines = [header(label), *self.body]
-        self._last = (filename, qualname, label, named, lines)
+        self.last = (filename, qualname, label, named, lines)
         return named, lines
 
 

@@ -93,7 +93,7 @@ class ZeroCopyFields(type):
         # ``super()`` costs a few thousand instructions per class: where
         # ZeroCopyFields is the metaclass itself, the next one is ``type``.
         new = type.__new__ if mcls is ZeroCopyFields else super().__new__
-        cls = new(mcls, name, bases, namespace, **kwargs)
+        cls = new(mcls, name, bases, namespace, **kwargs) if kwargs else new(mcls, name, bases, namespace)
         _registry[next(_made)] = weakref.ref(cls)
         if len(_registry) > _prune_at:
             _prune_registry()
