@@ -99,7 +99,7 @@ class ZeroCopyFields(type):
             _prune_registry()
         if "__dataclass_fields__" in namespace:
             fields = True
-        elif bases == _ZEROCOPY_ALONE and mcls is ZeroCopyFields:
+        elif mcls is ZeroCopyFields and bases == _ZEROCOPY_ALONE:  # (exact: no metaclass's __eq__ is asked)
             # The usual class, whose MRO is (cls, ZeroCopy, object): it
             # inherits fields only if ZeroCopy itself was made a dataclass.
             fields = "__dataclass_fields__" in _ZEROCOPY_NAMESPACE
