@@ -763,8 +763,13 @@ def test_a_users_method_on_zerocopy_itself_is_inherited_until_it_goes(name):
         class Made(ZeroCopy):
             a: int
 
-        assert name not in Made.__dict__
-        assert getattr(Made(1), name)() == "the user's"
+        if name == "__replace__" and sys.version_info >= (3, 13):
+            # dataclasses gives every dataclass a __replace__ of its own: so does metakit (rule 1).
+            assert is_generated(Made.__dict__[name])
+            assert Made(1).__replace__(a=2) == Made(2)
+        else:
+            assert name not in Made.__dict__
+            assert getattr(Made(1), name)() == "the user's"
         if name != "asdict_zerocopy":
             assert Made(1).asdict_zerocopy() == {"a": 1}  # the other names: generated
         delattr(ZeroCopy, name)
