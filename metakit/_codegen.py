@@ -45,11 +45,12 @@ class _Shared:
     the last class that holds it is (see ``_forget``).
     """
 
-    __slots__ = ("__weakref__", "codes", "filename", "lines")
+    __slots__ = ("__weakref__", "codes", "entry", "filename", "lines")
     # Made by ``_share`` only, which sets each attribute: no ``__init__`` to call.
     lines: list[str]
     filename: str
     codes: dict[str, CodeType]
+    entry: tuple[int, None, list[str], str]  # its ``linecache`` entry
 
 
 class _Lifetime(weakref.ref[_Shared]):
@@ -176,6 +177,10 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
         shared = None if ref is None else ref()
         if shared is None:
             shared = _share(key, qualname, None)
+        elif shared.filename not in linecache.cache:
+            # Live code whose entry someone removed (``linecache.clearcache()``):
+            # the new class shows its source again.
+            linecache.cache[shared.filename] = shared.entry
     finally:
         _inside = False
     return GeneratedMethods(layout, shared, module, qualname, label)
@@ -209,7 +214,7 @@ def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Sha
     shared.codes = codes
     # ``mtime=None`` tells ``linecache.checkcache`` to keep the entry: there is
     # no file to compare it with.
-    entry = (len(lines[0]) + compiled.size, None, lines, filename)
+    shared.entry = entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
     lifetime = _Lifetime(shared, _forget)
     lifetime.key = key

@@ -2,6 +2,7 @@
 ``linecache`` entries go with them, and many threads may create and use them."""
 
 import gc
+import inspect
 import linecache
 import sys
 import threading
@@ -225,3 +226,21 @@ def test_classes_created_and_used_from_eight_threads_at_once():
     for cls in {cls for classes in made for cls in classes if isinstance(cls, metakit.ZeroCopyFields)}:
         filename = cls.astuple_zerocopy.__code__.co_filename
         assert "".join(linecache.getlines(filename)) == metakit.generated_source(cls)
+
+
+def test_a_class_that_shares_live_code_after_linecache_was_cleared_shows_its_source_again():
+    first = make_dataclass("ClearedThenShared", [("m", int)], bases=(ZeroCopy,))
+    saved = linecache.cache.copy()
+    linecache.clearcache()
+    try:
+        second = make_dataclass("ClearedThenShared", [("m", int)], bases=(ZeroCopy,))
+    finally:
+        for filename, entry in saved.items():  # the other tests' entries back
+            linecache.cache.setdefault(filename, entry)
+    filename = second.asdict_zerocopy.__code__.co_filename
+    assert first.asdict_zerocopy.__code__.co_filename == filename  # the same source: one entry
+    assert "".join(linecache.getlines(filename)) == metakit.generated_source(second)
+    assert "'m'" in inspect.getsource(second.asdict_zerocopy)
+    del first, second
+    gc.collect()
+    assert filename not in linecache.cache  # and it still goes with the last class
