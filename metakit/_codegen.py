@@ -45,8 +45,9 @@ class _Shared:
     the last class that holds it is (see ``_forget``).
     """
 
-    __slots__ = ("__weakref__", "codes", "entry", "filename", "lines")
+    __slots__ = ("__weakref__", "codes", "entry", "filename", "layout", "lines")
     # Made by ``_share`` only, which sets each attribute: no ``__init__`` to call.
+    layout: Layout
     lines: list[str]
     filename: str
     codes: dict[str, CodeType]
@@ -56,11 +57,12 @@ class _Shared:
 class _Lifetime(weakref.ref[_Shared]):
     """The weak reference to a ``_Shared`` whose callback, ``_forget``, ends its ``linecache`` entry.
 
-    It holds what the callback needs (cheaper than a ``functools.partial``).
+    It holds what the callback needs (cheaper than a ``functools.partial``):
+    the entry, and the key under which ``_by_key`` holds it, if it does.
     """
 
     __slots__ = ("entry", "key")
-    key: tuple[str, Layout]
+    key: tuple[str, Layout] | None
     entry: tuple[int, None, list[str], str]
 
 
@@ -83,25 +85,14 @@ class GeneratedMethods:
     """
 
     __slots__ = ("_shared", "asdict", "astuple", "label", "layout", "names", "replace")
-
-    def __init__(self, layout: Layout, shared: _Shared, module: str, qualname: str, label: str) -> None:
-        self.label = label
-        self.layout = layout
-        self.names = layout.included
-        self._shared = shared
-        codes = shared.codes
-        # Each function takes its name from its code (and from 3.11 on, its
-        # qualified name from the code's co_qualname).
-        asdict = FunctionType(codes[ASDICT], _GLOBALS, None, _ASDICT_DEFAULTS)
-        astuple = FunctionType(codes[ASTUPLE], _GLOBALS)
-        replace = FunctionType(codes[REPLACE], _GLOBALS)
-        asdict.__module__ = astuple.__module__ = replace.__module__ = module
-        if not _QUALIFIED_BY_CODE:
-            for function in (asdict, astuple, replace):
-                function.__qualname__ = f"{qualname}.{function.__name__}"
-        self.asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]] = asdict
-        self.astuple: Callable[[Any], tuple[Any, ...]] = astuple
-        self.replace: Callable[..., Any] = replace
+    # Made by ``_methods`` only, which sets each attribute: no ``__init__`` to call.
+    label: str
+    layout: Layout
+    names: tuple[str, ...]
+    _shared: _Shared
+    asdict: Callable[[Any, Iterable[str] | None], dict[str, Any]]
+    astuple: Callable[[Any], tuple[Any, ...]]
+    replace: Callable[..., Any]
 
     @property
     def source(self) -> str:
@@ -126,12 +117,14 @@ handler or a profiler may make a class in the same thread.
 """
 _inside = False
 """Whether the thread that holds ``LOCK`` is inside ``generate`` already (only it can read True)."""
-# Live shared code by (label, layout) and by file name (both hold the one weak
-# reference whose callback ends the ``linecache`` entry, see ``_weak``); the
-# last suffix each label's file name took, for labels of live classes (see
-# ``_free_filename``).
-_by_key: Final[dict[tuple[str, Layout], weakref.ref[_Shared]]] = {}
+# Live shared code by file name; and by (label, layout) where it holds a file
+# name other than its label's own, ``<metakit label>`` (both hold the one
+# weak reference whose callback ends the ``linecache`` entry, see ``_weak``).
+# Most code holds its label's own name, so a class made again finds its code
+# by that name alone, and no layout is hashed.  Then the last suffix each
+# label's file name took, for labels of live classes (see ``_free_filename``).
 _by_filename: Final[dict[str, weakref.ref[_Shared]]] = {}
+_by_key: Final[dict[tuple[str, Layout], weakref.ref[_Shared]]] = {}
 _suffixes: dict[str, int] = {}
 _suffixes_bound = 64
 _made_inside = count(1)
@@ -151,8 +144,9 @@ def _forget(lifetime: _Lifetime) -> None:
     filename = entry[3]
     if linecache.cache.get(filename) is entry:
         linecache.cache.pop(filename, None)
-    forget_dead(_by_key, lifetime.key)
     forget_dead(_by_filename, filename)
+    if lifetime.key is not None:
+        forget_dead(_by_key, lifetime.key)
 
 
 def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
@@ -165,25 +159,59 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
     label = f"{module}.{qualname}"
     if not label.isprintable():  # (``printable``, written out: a call costs more than the test)
         label = printable(label)
-    key = (label, layout)
+    own = f"<metakit {label}>"
     if _inside:
         # Made from inside another class's ``generate`` in this thread (by a
         # finalizer, say), which may have chosen a file name and not yet
         # taken it: this code takes a name of a form it never chooses.
-        return GeneratedMethods(layout, _share(key, qualname, _inside_filename(label)), module, qualname, label)
+        inside = _share(label, layout, qualname, _inside_filename(label), True)
+        return _methods(layout, inside, module, qualname, label)
     _inside = True
     try:
-        ref = _by_key.get(key)
-        shared = None if ref is None else ref()
+        # Live code of this label and layout: under the label's own file name, or else by key.
+        ref = _by_filename.get(own)
+        shared: _Shared | None = None if ref is None else ref()
+        if shared is not None and shared.layout is not layout and shared.layout != layout:
+            shared = None
+        if shared is None and _by_key:
+            ref = _by_key.get((label, layout))
+            shared = None if ref is None else ref()
         if shared is None:
-            shared = _share(key, qualname, None)
+            filename = _free_filename(label, own)
+            shared = _share(label, layout, qualname, filename, filename != own)
         elif shared.filename not in linecache.cache:
             # Live code whose entry someone removed (``linecache.clearcache()``):
             # the new class shows its source again.
             linecache.cache[shared.filename] = shared.entry
     finally:
         _inside = False
-    return GeneratedMethods(layout, shared, module, qualname, label)
+    return _methods(layout, shared, module, qualname, label)
+
+
+def _methods(layout: Layout, shared: _Shared, module: str, qualname: str, label: str) -> GeneratedMethods:
+    """New functions for the class *module.qualname* from *shared* code (a function call costs less than a class's)."""
+    methods = _new(GeneratedMethods)
+    methods.label = label
+    methods.layout = layout
+    methods.names = layout.included
+    methods._shared = shared
+    codes = shared.codes
+    # Each function takes its name from its code (and from 3.11 on, its
+    # qualified name from the code's co_qualname).
+    asdict = FunctionType(codes[ASDICT], _GLOBALS, None, _ASDICT_DEFAULTS)
+    astuple = FunctionType(codes[ASTUPLE], _GLOBALS)
+    replace = FunctionType(codes[REPLACE], _GLOBALS)
+    asdict.__module__ = astuple.__module__ = replace.__module__ = module
+    if not _QUALIFIED_BY_CODE:
+        for function in (asdict, astuple, replace):
+            function.__qualname__ = f"{qualname}.{function.__name__}"
+    methods.asdict = asdict
+    methods.astuple = astuple
+    methods.replace = replace
+    return methods
+
+
+_new: Final = object.__new__
 
 
 def printable(label: str) -> str:
@@ -191,24 +219,25 @@ def printable(label: str) -> str:
     return label if label.isprintable() else repr(label)[1:-1]
 
 
-def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Shared:
-    """New shared code for *key*, under *filename*, or else a free file name for its label."""
-    label, layout = key
+def _share(label: str, layout: Layout, qualname: str, filename: str, by_key: bool) -> _Shared:
+    """New shared code for *label* and *layout*, under the free *filename*; indexed by key too if *by_key*.
+
+    (Code under its label's own file name is found by that name alone.)
+    """
     try:
-        compiled = _cached_compile(layout) if len(layout.names) <= _MOST_CACHED_FIELDS else _compile(layout)
+        compiled = _compiled(layout)
     except _BadName as error:
         name = error.args[0]
         raise TypeError(
             f"{label} has a field named {name!r}, which cannot be written into source: {why_unwritable(name)}"
         ) from None
-    if filename is None:
-        filename = _free_filename(label)
     last = compiled.last  # one read: another thread may set it meanwhile
     if last is not None and last[0] == filename and last[1] == qualname and last[2] == label:
         codes, lines = last[3], last[4]  # a class made again, as a class statement run again makes it
     else:
         codes, lines = compiled.named(label, filename, qualname)
     shared = _Shared()
+    shared.layout = layout
     shared.lines = lines
     shared.filename = filename
     shared.codes = codes
@@ -217,9 +246,13 @@ def _share(key: tuple[str, Layout], qualname: str, filename: str | None) -> _Sha
     shared.entry = entry = (len(lines[0]) + compiled.size, None, lines, filename)
     linecache.cache[filename] = entry
     lifetime = _Lifetime(shared, _forget)
-    lifetime.key = key
     lifetime.entry = entry
-    _by_key[key] = _by_filename[filename] = lifetime
+    _by_filename[filename] = lifetime
+    if by_key:
+        lifetime.key = key = (label, layout)
+        _by_key[key] = lifetime
+    else:
+        lifetime.key = None
     return shared
 
 
@@ -289,12 +322,34 @@ def _compile(layout: Layout) -> _Compiled:
 _cached_compile: Final = functools.lru_cache(maxsize=256)(_compile)
 
 
-def _free_filename(label: str) -> str:
-    """A file name for *label* that no live code and no ``linecache`` entry holds."""
-    filename = f"<metakit {label}>"
-    ref = _by_filename.get(filename)  # (``_taken``, written out: a call costs more than the lookups)
-    if filename not in linecache.cache and (ref is None or ref() is None):
-        return filename
+_by_layout: Final[dict[int, tuple[Layout, _Compiled]]] = {}
+"""The code of the layouts met last, by the identity of the ``Layout`` (each entry holds it: no other takes its id)."""
+_MOST_BY_LAYOUT: Final = 256
+
+
+def _compiled(layout: Layout) -> _Compiled:
+    """The code of *layout*: cached, found by identity where ``layout_of`` gave the very object before.
+
+    ``layout_of`` gives one object for each layout of plain fields, and a
+    lookup by identity costs less than the cache's hash of a layout.
+    """
+    known = _by_layout.get(id(layout))
+    if known is not None and known[0] is layout:
+        return known[1]
+    if len(layout.names) > _MOST_CACHED_FIELDS:
+        return _compile(layout)
+    compiled = _cached_compile(layout)
+    if len(_by_layout) >= _MOST_BY_LAYOUT:
+        _by_layout.clear()
+    _by_layout[id(layout)] = (layout, compiled)
+    return compiled
+
+
+def _free_filename(label: str, own: str) -> str:
+    """A file name for *label* that no live code and no ``linecache`` entry holds: its *own*, if that is free."""
+    ref = _by_filename.get(own)  # (``_taken``, written out: a call costs more than the lookups)
+    if own not in linecache.cache and (ref is None or ref() is None):
+        return own
     # Live classes of one name with different fields (a factory's classes)
     # take suffixes in turn; each new one looks on from the last, so that
     # it costs O(1), not O(number alive).
@@ -321,7 +376,7 @@ def _inside_filename(label: str) -> str:
 
 
 def _forget_suffixes() -> None:
-    """Drop the suffixes of labels that no live class has any more, once they have doubled."""
+    """Drop the suffixes of labels whose suffixed file names no live code holds any more, once they have doubled."""
     global _suffixes_bound  # noqa: PLW0603  # this module's own state, under LOCK
     if len(_suffixes) > _suffixes_bound:
         live = {label for (label, _), _ in live_items(_by_key)}

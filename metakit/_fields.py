@@ -142,9 +142,29 @@ def layout_of(cls: type) -> Layout:
             names.append(name)
         else:
             plain = tuple(names)
-            # ``Layout(...)`` without its ``__new__`` written in Python.
-            return _new_layout(Layout, (plain, CARRIED * len(plain), plain, True, takes_by_position(cls, plain)))
+            return _plain_layout(plain, takes_by_position(cls, plain))
     return _layout_in_general(cls, entries)
+
+
+_PLAIN_LAYOUTS: Final[tuple[dict[tuple[str, ...], Layout], dict[tuple[str, ...], Layout]]] = ({}, {})
+"""The layouts of plain fields met last, by their names: by keyword (``[0]``) and by position (``[1]``)."""
+_MOST_PLAIN_LAYOUTS: Final = 256
+
+
+def _plain_layout(names: tuple[str, ...], by_position: bool) -> Layout:
+    """The layout of plain fields *names*: one object for each, while it is among the last met.
+
+    A class made again gets the very layout object of the last one, which
+    the caches of its code compare and look up by identity, at no cost.
+    """
+    known = _PLAIN_LAYOUTS[by_position]
+    layout = known.get(names)
+    if layout is None:
+        if len(known) >= _MOST_PLAIN_LAYOUTS:
+            known.clear()
+        # ``Layout(...)`` without its ``__new__`` written in Python.
+        layout = known[names] = _new_layout(Layout, (names, CARRIED * len(names), names, True, by_position))
+    return layout
 
 
 def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:

@@ -75,19 +75,25 @@ def writable_names(names: tuple[str, ...]) -> bool:
     """
     if names in _WRITABLE:  # a class made again, or checked before its dataclass __init__ is written
         return True
-    try:
-        # The usual names, ASCII identifiers that are not keywords, are
-        # checked all at once, in C.
-        usual = all(map(str.isidentifier, names)) and "".join(names).isascii() and _KEYWORDS.isdisjoint(names)
-    except TypeError:  # a name that is not a str
-        usual = False
-    if not usual and unwritable(names) is not None:
+    for name in names:
+        # The usual names: plain ASCII identifiers that are not keywords.
+        # (One loop costs less than a pass in C for each test.)
+        if type(name) is not str or not name.isascii() or not name.isidentifier() or name in _KEYWORDS:
+            break
+    else:
+        _remember(names)
+        return True
+    if unwritable(names) is not None:
         return False
     if set(map(type, names)) <= _JUST_STR:  # plain texts only
-        if len(_WRITABLE) >= _MOST_WRITABLE:
-            _WRITABLE.clear()
-        _WRITABLE.add(names)
+        _remember(names)
     return True
+
+
+def _remember(names: tuple[str, ...]) -> None:
+    if len(_WRITABLE) >= _MOST_WRITABLE:
+        _WRITABLE.clear()
+    _WRITABLE.add(names)
 
 
 def header(owner: str) -> str:

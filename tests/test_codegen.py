@@ -584,3 +584,23 @@ def test_writable_names_remembers_only_lists_it_found_writable_and_is_bounded():
     for i in range(_source._MOST_WRITABLE + 10):
         assert _source.writable_names((f"bounded_{i}", "fine"))
     assert len(_source._WRITABLE) <= _source._MOST_WRITABLE
+
+
+def test_writable_names_takes_the_usual_names_at_once_and_checks_the_others_one_by_one():
+    assert _source.writable_names(("usual_a", "_b", "c3"))
+    assert ("usual_a", "_b", "c3") in _source._WRITABLE
+    assert _source.writable_names(("café", "名前"))  # identifiers in NFKC form, not ASCII
+    assert ("café", "名前") in _source._WRITABLE
+    for refused in [("fine", "class"), ("fine", "\ufb01"), ("fine", "1x"), ("fine", 3), ("fine", "__debug__")]:
+        assert not _source.writable_names(refused)  # type: ignore[arg-type]
+        assert refused not in _source._WRITABLE
+
+    class Name(str):
+        __slots__ = ()
+
+        def isidentifier(self) -> bool:  # not asked: the text itself is checked
+            return True
+
+    assert _source.writable_names(("fine", Name("sub")))
+    assert ("fine", "sub") not in _source._WRITABLE  # a str subclass is never remembered
+    assert not _source.writable_names(("fine", Name("a-b")))

@@ -561,10 +561,10 @@ from metakit import ZeroCopy, generated_source
 
 real, made = codegen._free_filename, []
 
-def free_filename(label):
+def free_filename(label, own):
     # As a finalizer that a collection runs here, or a signal handler, would:
     # once Outer's file name is chosen, before it is taken.
-    filename = real(label)
+    filename = real(label, own)
     if not made:
         made.append(None)
         made[0] = make_dataclass("Inner", ["q"], bases=(ZeroCopy,))

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import metakit
-from metakit import OMIT, ZeroCopy, _codegen, _source
+from metakit import OMIT, ZeroCopy, _codegen, _fields, _source
+from metakit._fields import Layout
 from metakit._weak import live_items
 
 NAMES = [f"Meta{i}" for i in range(20)]
@@ -105,14 +106,17 @@ def test_classes_made_and_dropped_one_at_a_time_leave_linecache_as_it_was():
 
 def test_the_indexes_of_shared_code_stay_bounded_while_classes_of_new_names_come_and_go():
     gc.collect()
+    before = len(_codegen._by_filename)
     for i in range(3000):
         cls = make_dataclass(f"Passing{i}", [f"passing_{i}"], bases=(ZeroCopy,))
         assert cls(i).asdict_zerocopy() == {f"passing_{i}": i}
         del cls
         gc.collect(0)
-        # Each index entry goes with its code: the indexes hold live code only.
-        alive = len(live_items(_codegen._by_key))
-        assert len(_codegen._by_key) == len(_codegen._by_filename) == alive
+        # Each index entry goes with its code: the indexes hold live code only
+        # (and code under its label's own file name is indexed by that name alone).
+        assert len(_codegen._by_filename) == len(live_items(_codegen._by_filename))
+        assert len(_codegen._by_key) == len(live_items(_codegen._by_key))
+        assert len(_codegen._by_filename) <= before + 1
 
 
 def test_linecache_entry_outlives_one_class_while_another_shares_it():
@@ -244,3 +248,64 @@ def test_a_class_that_shares_live_code_after_linecache_was_cleared_shows_its_sou
     del first, second
     gc.collect()
     assert filename not in linecache.cache  # and it still goes with the last class
+
+
+def test_code_under_a_suffixed_file_name_is_shared_even_when_the_own_name_is_free():
+    # Code under its label's own file name is found by that name; code under
+    # a suffixed name only by its key.  A class made again must find either.
+    def define(*names: str) -> type:
+        return make_dataclass("SharedBySuffix", list(names), bases=(ZeroCopy,))
+
+    first = define("a")
+    second = define("b")
+    own = first.asdict_zerocopy.__code__.co_filename
+    suffixed = second.asdict_zerocopy.__code__.co_filename
+    assert suffixed == own[:-1] + "-2>"
+    assert define("b").asdict_zerocopy.__code__.co_filename == suffixed  # found by key
+    assert define("a").asdict_zerocopy.__code__.co_filename == own  # found by its own name
+    del first
+    gc.collect()
+    assert own not in linecache.cache
+    third = define("b")  # the own name is free now, and the code of "b" still lives
+    assert third.asdict_zerocopy.__code__.co_filename == suffixed
+    assert "".join(linecache.getlines(suffixed)) == metakit.generated_source(third)
+    fourth = define("a")  # new code for "a", under the free own name
+    assert fourth.asdict_zerocopy.__code__.co_filename == own
+    del second, third, fourth
+    gc.collect()
+    assert own not in linecache.cache
+    assert suffixed not in linecache.cache
+    assert not [key for key in _codegen._by_key.copy() if key[0].endswith(".SharedBySuffix")]
+
+
+def test_equal_layouts_that_are_different_objects_share_one_code():
+    # ``layout_of`` gives one object for each layout of plain fields; the
+    # code is found by that object's identity first, and by value else.
+    layout = _fields.layout_of(make_dataclass("ByValue", ["p", "q"], bases=(ZeroCopy,)))
+    assert _fields.layout_of(make_dataclass("ByValue", ["p", "q"], bases=(ZeroCopy,))) is layout
+
+    @dataclass
+    class Swapped(ZeroCopy):
+        p: int
+        q: int
+
+        def __init__(self, q: int, p: int) -> None:
+            self.p, self.q = p, q
+
+    by_keyword = _fields.layout_of(Swapped)
+    assert by_keyword == layout._replace(by_position=False)
+    assert _fields.layout_of(Swapped) is by_keyword
+    twin = Layout(*layout)  # equal, not the same object
+    assert twin == layout
+    assert twin is not layout
+    with _codegen.LOCK:
+        assert _codegen._compiled(twin) is _codegen._compiled(layout)
+        _codegen._by_layout.clear()  # forgotten by identity: still found by value
+        assert _codegen._compiled(layout) is _codegen._compiled(twin)
+
+
+def test_the_caches_of_layouts_are_bounded():
+    for i in range(_fields._MOST_PLAIN_LAYOUTS + 50):
+        make_dataclass(f"Bounded{i}", [f"bounded_{i}"], bases=(ZeroCopy,))
+    assert all(len(known) <= _fields._MOST_PLAIN_LAYOUTS for known in _fields._PLAIN_LAYOUTS)
+    assert len(_codegen._by_layout) <= _codegen._MOST_BY_LAYOUT
