@@ -108,6 +108,9 @@ class GeneratedMethods:
         return f"<metakit generated methods {self.filename} for {len(self.names)} fields>"
 
 
+_new: Final = object.__new__
+
+
 LOCK: Final = threading.RLock()
 """metakit's one lock: over this module's indexes, and over each change ``_meta`` makes to classes.
 
@@ -209,9 +212,6 @@ def _methods(layout: Layout, shared: _Shared, module: str, qualname: str, label:
     methods.astuple = astuple
     methods.replace = replace
     return methods
-
-
-_new: Final = object.__new__
 
 
 def printable(label: str) -> str:
