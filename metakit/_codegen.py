@@ -171,14 +171,14 @@ def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
         return _methods(layout, inside, module, qualname, label)
     _inside = True
     try:
-        # Live code of this label and layout: under the label's own file name, or else by key.
+        # Live code of this label and layout: under the label's own file name
+        # (``live``, written out: a call costs more than the lookup), or else by key.
         ref = _by_filename.get(own)
         shared: _Shared | None = None if ref is None else ref()
         if shared is not None and shared.layout is not layout and shared.layout != layout:
             shared = None
         if shared is None and _by_key:
-            ref = _by_key.get((label, layout))
-            shared = None if ref is None else ref()
+            shared = live(_by_key, (label, layout))
         if shared is None:
             filename = _free_filename(label, own)
             shared = _share(label, layout, qualname, filename, filename != own)
