@@ -4,12 +4,13 @@
 #     make check    # every check CI runs (.ci/run is `make check`)
 #
 # Every step of `make check` also runs on its own: `make lint`, `make types`,
-# `make test` (3.11, with torch), `make test-3.10` (or 3.12, 3.13: without
+# `make test` (3.11, with torch), `make test-3.10` (or 3.12 to 3.15: without
 # torch), `make bench-quick`, `make package`.  `make help` lists them all,
 # with `make bench-record`, which records the full runs the README quotes.
 #
 # The virtual environments (.venv, .venv-3.10, ...) are made from python3.X
-# on PATH or in pyenv and kept up to date by .ci/venv.sh: each step installs
+# on PATH or in pyenv (else installed by get-python, as 3.14 and 3.15 are
+# where the machine lacks them) and kept up to date by .ci/venv.sh: each step installs
 # what it needs first, and only what changed.  Arguments for pytest or the
 # benchmark go in ARGS: `make test ARGS="-k replace -x"`, `make bench ARGS=--quick`.
 
@@ -19,7 +20,7 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 PYTHON_VERSION := 3.11
-OTHER_VERSIONS := 3.10 3.12 3.13
+OTHER_VERSIONS := 3.10 3.12 3.13 3.14 3.15
 VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
@@ -49,7 +50,7 @@ bench: venv  ## the demo and the full benchmark (about 1.5 minutes)
 $(OTHER_VERSIONS:%=bench-%): bench-%: venv-%
 	.venv-$*/bin/python -m metakit bench $(ARGS)
 
-bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.13 into .ci/bench-3.X.{txt,json} and .ci/bench.png
+bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.15 into .ci/bench-3.X.{txt,json} and .ci/bench.png
 	$(PY) -m metakit bench --json .ci/bench-$(PYTHON_VERSION).json --plot .ci/bench.png | tee .ci/bench-$(PYTHON_VERSION).txt
 	for version in $(OTHER_VERSIONS); do \
 		.venv-$$version/bin/python -m metakit bench --json .ci/bench-$$version.json | tee .ci/bench-$$version.txt; \
@@ -69,10 +70,11 @@ format: venv  ## ruff format and ruff check --fix: change the files
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-types: venv  ## mypy --strict on metakit/, as Python 3.10 and as 3.13 see it
+types: venv  ## mypy --strict on metakit/, as Python 3.10, 3.13 and 3.14 see it
 	$(call step,types: mypy --strict on metakit/)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --python-version 3.13
+	$(VENV)/bin/mypy --python-version 3.14
 
 test: venv  ## every test but tests/gpu/, on Python 3.11 with torch
 	$(call step,tests on Python $(PYTHON_VERSION) with torch)

@@ -15,22 +15,46 @@
 # there is nothing to do.  Sourced (`source .ci/venv.sh`), it only defines
 # find_python and ensure_venv.
 
-# find_python VERSION: print the path of a CPython VERSION (e.g. 3.12), from
-# PATH or from pyenv; fail if there is none.
+# find_python VERSION: print the path of a CPython VERSION (e.g. 3.12): from
+# PATH, else from pyenv, else installed by get-python (the shared tool that
+# unpacks Debian's own build with its libraries into a prefix of its own, for
+# the versions this machine's Debian lacks, such as 3.14 and 3.15).  An
+# interpreter must ship CPython's own test suite's `test.test_dataclasses`,
+# which tests/test_cpython_dataclasses.py runs: Debian's system Pythons leave
+# it to the separate libpython3.X-testsuite package, so one without it is
+# passed over for the next place.  Fails if none is found.
 find_python() {
-    local version=$1 candidate pyenv_dir=""
+    local version=$1 candidate pyenv_dir="" get_python
     if command -v pyenv >/dev/null 2>&1; then
         pyenv_dir="$(pyenv root)/versions/$(pyenv versions --bare 2>/dev/null | grep -E "^${version//./\\.}(\.[0-9]+)?$" | sort -V | tail -n 1)"
     fi
     for candidate in "python$version" "${pyenv_dir:+$pyenv_dir/bin/python}"; do
-        if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 &&
-            "$candidate" -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '$version'.split('.'))))" 2>/dev/null; then
+        if [ -n "$candidate" ] && is_complete_python "$candidate" "$version"; then
             command -v "$candidate"
             return 0
         fi
     done
-    echo "error: no Python $version found on PATH or in pyenv" >&2
+    # The tool: METAKIT_GET_PYTHON, else get-python on PATH, else the one in
+    # the shared tools beside this checkout.
+    get_python="${METAKIT_GET_PYTHON:-$(command -v get-python || echo "$(dirname "${BASH_SOURCE[0]}")/../../shared/tools/get-python")}"
+    if [ -x "$get_python" ]; then
+        echo "--- no complete Python $version on PATH or in pyenv: installing one with get-python" >&2
+        if candidate="$("$get_python" "$version")" && is_complete_python "$candidate" "$version"; then
+            echo "$candidate"
+            return 0
+        fi
+    fi
+    echo "error: no Python $version with its test package (test.test_dataclasses) found on PATH, in pyenv" \
+        "or by get-python ($get_python)" >&2
     return 1
+}
+
+# is_complete_python COMMAND VERSION: whether COMMAND runs CPython VERSION and
+# ships test.test_dataclasses.
+is_complete_python() {
+    command -v "$1" >/dev/null 2>&1 &&
+        "$1" -c "import sys, importlib.util as u
+sys.exit(sys.version_info[:2] != tuple(map(int, '$2'.split('.'))) or u.find_spec('test.test_dataclasses') is None)" 2>/dev/null
 }
 
 # ensure_venv DIR VERSION EXTRAS GROUPS: see the top of this file.
