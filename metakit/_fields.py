@@ -34,13 +34,26 @@ field stays a dataclass field in every other way: ``__init__``, ``repr``,
 
 
 def is_omitted(f: Field[Any]) -> bool:
-    """Whether the field *f* is marked with ``OMIT``."""
-    return bool(f.metadata.get(OMIT_KEY))
+    """Whether the field *f* is marked with ``OMIT``.
+
+    ``field(metadata=...)`` takes any object with a ``__getitem__``, which
+    ``dataclasses`` wraps in a read-only proxy and never reads: it need not
+    have a ``get``, nor raise ``KeyError`` for a key it lacks.  So the mark
+    is read by subscript, and a lookup that fails, however it fails, means
+    that there is none.
+    """
+    metadata = f.metadata
+    if metadata is _NO_METADATA:
+        return False
+    try:
+        return bool(metadata[OMIT_KEY])
+    except Exception:  # a metadata object of the user's own that lacks the key, in its own way
+        return False
 
 
 def included_names(cls: type) -> tuple[str, ...]:
     """The names of the dataclass *cls*'s fields that ``asdict_zerocopy`` returns, in order."""
-    return tuple([as_text(f.name) for f in fields(cls) if not f.metadata.get(OMIT_KEY)])
+    return tuple([as_text(f.name) for f in fields(cls) if not is_omitted(f)])
 
 
 def as_text(name: str) -> str:
@@ -185,7 +198,7 @@ def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:
             arguments.append(name)
             keyword_only = keyword_only or bool(f.kw_only)
             roles.append(REQUIRED if kind is _INITVAR and f.default is dataclasses.MISSING else CARRIED)
-        if kind is not _INITVAR and not f.metadata.get(OMIT_KEY):
+        if kind is not _INITVAR and not is_omitted(f):
             included.append(name)
     if not _KINDS_KNOWN:
         return Layout(tuple(names), "".join(roles), included_names(cls), False, False)

@@ -8,10 +8,11 @@ keyed weakly by the class.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Iterable
 from dataclasses import is_dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, is_generated
 from metakit._fields import ASDICT, ASTUPLE, layout_of
@@ -28,7 +29,38 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-_PlainEntry = tuple[GeneratedMethods, object, tuple[object, ...]]
+
+class _PlainEntry(NamedTuple):
+    """The generated methods of a dataclass that ``ZeroCopyFields`` did not make, and what they were made for.
+
+    It holds nothing that may hold the class: the cache that keeps it is
+    keyed weakly by the class, and a value that held its own key would keep
+    it alive for good.  Anything a class holds may hold the class (from 3.14
+    on, the ``__init__`` that ``dataclasses`` writes holds it through its
+    ``__annotate__``; the fields' types may be forward references that name
+    it as their owner; a method that calls ``super()`` holds it in a cell):
+    so what the entry was made for is held by identity only, and weakly.
+    """
+
+    methods: GeneratedMethods
+    fields: int
+    """The ``id`` of the class's ``__dataclass_fields__``, which the class holds while it is compared."""
+    calls: tuple[object, ...]
+    """What calling the class ran (see ``_calls``), each held weakly where it can be."""
+
+
+def _held(value: object) -> object:
+    """A weak reference to *value* where it takes one, else *value* itself (a builtin, which holds no class)."""
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return value
+
+
+def _is_held(held: object, value: object) -> bool:
+    """Whether *held*, made by ``_held``, is *value*."""
+    return held is value or (type(held) is weakref.ref and held() is value)
+
 
 _plain: Final[weakref.WeakKeyDictionary[type, _PlainEntry]] = weakref.WeakKeyDictionary()
 """Generated methods of dataclasses that ``ZeroCopyFields`` did not make (see ``_plain_entry``)."""
@@ -46,34 +78,35 @@ def _plain_entry(cls: type) -> _PlainEntry:
     so each call compares these, by identity, with what they are then: a
     class decorated again (an undecorated subclass of a dataclass that
     becomes one itself), or given an ``__init__`` or ``__new__`` later, is
-    seen.
+    seen.  (The fields dict is compared by its ``id``: the dict that
+    replaces it is made while the old one lives, so it cannot take that
+    ``id``; only one made by a third decoration, with no call since the
+    first, could.)
     """
     fields = getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
     layout = layout_of(cls)
     with LOCK:
         methods = generate(cls.__module__, cls.__qualname__, layout)
-    return methods, fields, _calls(cls)
+    return _PlainEntry(methods, id(fields), tuple([_held(call) for call in _calls(cls)]))
 
 
 def _plain_current(cls: type) -> _PlainEntry:
     entry = _plain.get(cls)
-    if entry is None or entry[1] is not getattr(cls, "__dataclass_fields__"):  # noqa: B009
+    if entry is None or entry.fields != id(getattr(cls, "__dataclass_fields__")):  # noqa: B009
         entry = _plain[cls] = _plain_entry(cls)
     return entry
 
 
 def _plain_methods(cls: type) -> GeneratedMethods:
-    return _plain_current(cls)[0]
+    return _plain_current(cls).methods
 
 
 def _plain_replace_methods(cls: type) -> GeneratedMethods:
     """``_plain_methods(cls)``, made again if calling *cls* has changed since and its ``replace`` passes positions."""
     entry = _plain_current(cls)
-    if entry[0].layout.by_position:
-        init, new, call = entry[2]
-        if getattr(cls, "__init__", None) is not init or cls.__new__ is not new or type(cls).__call__ is not call:
-            entry = _plain[cls] = _plain_entry(cls)
-    return entry[0]
+    if entry.methods.layout.by_position and not all(map(_is_held, entry.calls, _calls(cls))):
+        entry = _plain[cls] = _plain_entry(cls)
+    return entry.methods
 
 
 def methods_of(cls: object) -> GeneratedMethods:
@@ -130,7 +163,11 @@ def asdict_zerocopy(obj: object, skip_fields: Iterable[str] | None = None) -> di
     methods = getattr(type(obj), STATE, None)
     if type(methods) is not GeneratedMethods:
         methods = instance_methods(obj, ASDICT)
-    return methods.asdict(obj, skip_fields)
+    try:
+        return methods.asdict(obj, skip_fields)
+    except AttributeError:
+        _refuse_if_hiding_fields(obj, ASDICT)
+        raise
 
 
 def astuple_zerocopy(obj: object) -> tuple[Any, ...]:
@@ -138,7 +175,37 @@ def astuple_zerocopy(obj: object) -> tuple[Any, ...]:
     methods = getattr(type(obj), STATE, None)
     if type(methods) is not GeneratedMethods:
         methods = instance_methods(obj, ASTUPLE)
-    return methods.astuple(obj)
+    try:
+        return methods.astuple(obj)
+    except AttributeError:
+        _refuse_if_hiding_fields(obj, ASTUPLE)
+        raise
+
+
+def _hides_fields(obj: object) -> bool:
+    """Whether the instance *obj* of a dataclass hides ``__dataclass_fields__``, so that ``dataclasses`` refuses it.
+
+    An instance that forwards attribute lookups elsewhere does, as a
+    dataclass that subclasses ``types.GenericAlias`` does: ``is_dataclass``
+    looks at its class and says yes, but ``dataclasses.fields`` looks at the
+    instance, and refuses it with a ``TypeError``.  The generated methods,
+    which read the instance's attributes, then meet an ``AttributeError``:
+    only then is this asked.
+    """
+    try:
+        getattr(obj, "__dataclass_fields__")  # noqa: B009  # as dataclasses.fields reads it
+    except AttributeError:
+        return True
+    return False
+
+
+def _refuse_if_hiding_fields(obj: object, caller: str) -> None:
+    """Raise ``dataclasses.fields``'s ``TypeError`` if *obj* hides its fields (see ``_hides_fields``)."""
+    if _hides_fields(obj):
+        raise TypeError(
+            f"{caller}() takes a dataclass instance, but this {type(obj).__qualname__} hides its fields "
+            "(dataclasses.fields() refuses it: must be called with a dataclass type or instance)"
+        ) from None
 
 
 def replace(obj: _T, /, **changes: Any) -> _T:
@@ -164,7 +231,13 @@ def replace(obj: _T, /, **changes: Any) -> _T:
         if isinstance(obj, type) or not is_dataclass(obj):
             raise TypeError("replace() should be called on dataclass instances")  # dataclasses.replace's words
         methods = _plain_replace_methods(type(obj))
-    result: _T = methods.replace(obj, **changes)
+    try:
+        result: _T = methods.replace(obj, **changes)
+    except AttributeError:
+        if _hides_fields(obj):
+            # ``dataclasses.replace`` fails before it makes anything: its own error.
+            return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+        raise
     return result
 
 
