@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from metakit import bench
-from metakit.bench import calls, replace, report, timing
+from metakit.bench import calls, replace, report, timing, wire
 
 HAS_TORCH = report.installed("torch") is not None
+HAS_WIRE = not wire.missing()  # torch, msgspec and numpy
 HAS_MATPLOTLIB = report.installed("matplotlib") is not None
 
 CALL_KEYS = [
@@ -64,7 +65,7 @@ def test_quick_run_completes_and_reports_every_part(run: Run) -> None:
     assert run.report["completed"] is True
     assert run.report["quick"] is True
     assert run.report["seconds"] > 0
-    for heading in ("== Demo", "== Dict of", "== Class creation", "== Targets"):
+    for heading in ("== Demo", "== Dict of", "== Class creation", "== Wire", "== Targets"):
         assert heading in run.stdout
     assert "done in" in run.stderr  # the progress lines
 
@@ -82,9 +83,10 @@ def test_json_has_the_documented_top_level_shape(run: Run) -> None:
         "replace",
         "sweep",
         "creation",
+        "wire",
         "targets",
     }
-    assert run.report["schema"] == 2
+    assert run.report["schema"] == 3
     versions = run.report["versions"]
     assert set(versions) == {"metakit", "python", "implementation", "platform", "torch", "attrs", "msgspec"}
     assert versions["python"] == ".".join(map(str, sys.version_info[:3]))
@@ -98,7 +100,7 @@ def test_json_has_the_documented_top_level_shape(run: Run) -> None:
 
 def test_every_part_ran_several_interleaved_rounds(run: Run) -> None:
     rounds = run.report["rounds"]
-    assert set(rounds) == {"calls", "replace", "sweep", "creation"}
+    assert set(rounds) == {"calls", "replace", "sweep", "creation", "wire"}
     assert rounds["calls"] >= 3
     assert rounds["replace"] >= 3
     assert rounds["creation"] >= 3
@@ -106,6 +108,10 @@ def test_every_part_ran_several_interleaved_rounds(run: Run) -> None:
         assert rounds["sweep"] >= 3
     else:
         assert rounds["sweep"] is None
+    if HAS_WIRE:
+        assert rounds["wire"] >= 3
+    else:
+        assert rounds["wire"] is None
     assert f"{rounds['calls']} interleaved rounds" in run.stdout
 
 
@@ -161,10 +167,20 @@ def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
         "replace_15",
         "replace_23",
     ]
-    assert [(row["key"], row["bound"]) for row in targets[5:]] == [
+    assert [(row["key"], row["bound"]) for row in targets[5:11]] == [
         (f"creation_{count}_{scenario}", bound)
         for count in (5, 15, 50)
         for scenario, bound in (("same", 1.05), ("new", 1.10))
+    ]
+    assert [(row["key"], row["bound"], row["at_least"]) for row in targets[11:]] == [
+        ("wire_8kb", 1.5, True),
+        ("wire_261kb", 1.5, True),
+        ("wire_2mb", 1.0, True),
+        ("wire_8mb", 1.0, True),
+        ("wire_header_8kb", 1.0, True),
+        ("wire_header_261kb", 1.0, True),
+        ("wire_header_2mb", 1.0, True),
+        ("wire_header_8mb", 1.0, True),
     ]
     bounds = {row["key"]: (row["bound"], row["at_least"]) for row in targets[:5]}
     assert bounds == {
@@ -177,12 +193,67 @@ def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
     for row in targets:
         if row["ratio"] is None:
             assert row["status"] == "SKIP"
-            assert row["key"] == "flat_in_tensor_size"
-            assert not HAS_TORCH
+            if row["key"].startswith("wire_"):
+                assert not HAS_WIRE
+            else:
+                assert row["key"] == "flat_in_tensor_size"
+                assert not HAS_TORCH
             continue
         met = row["ratio"] >= row["bound"] if row["at_least"] else row["ratio"] <= row["bound"]
         assert row["status"] == ("PASS" if met else "MISS")
         assert f"{row['ratio']:.3f}" in run.stdout
+
+
+WIRE_RECORDS = ["8kb", "261kb", "2mb", "8mb"]
+
+
+def test_wire_table_times_every_step_of_both_ways_on_every_record(run: Run) -> None:
+    table = run.report["wire"]
+    if not HAS_WIRE:
+        assert table is None
+        assert f"== Wire: skipped, it needs {' and '.join(wire.missing())}" in run.stdout
+        return
+    assert set(table) == {"rows", "sizes"}
+    assert [(row["record"], row["step"]) for row in table["rows"]] == [
+        (record, step) for record in WIRE_RECORDS for step in ("round_trip", "send", "receive")
+    ]
+    for row in table["rows"]:
+        assert 0 < row["metakit_us"] <= row["metakit_median_us"]
+        assert 0 < row["peer_us"] <= row["peer_median_us"]
+        assert row["ratio"] == pytest.approx(row["peer_us"] / row["metakit_us"])
+        assert row["median_ratio"] == pytest.approx(row["peer_median_us"] / row["metakit_median_us"])
+        assert f"{row['ratio']:.2f} ({row['median_ratio']:.2f})" in run.stdout
+    assert f"best (median) of {run.report['rounds']['wire']} interleaved rounds" in run.stdout
+
+
+def test_wire_sizes_count_both_headers_and_every_buffer(run: Run) -> None:
+    if not HAS_WIRE:
+        assert run.report["wire"] is None
+        return
+    sizes = run.report["wire"]["sizes"]
+    assert [size["record"] for size in sizes] == WIRE_RECORDS
+    # The records are those of the broadcast benchmark: 8 KB, 261 KB, 2 MB and 8 MB of tensors.
+    assert [round(size["tensor_bytes"] / 1024) for size in sizes] == [8, 261, 2111, 8261]
+    for size in sizes:
+        assert size["metakit_bytes"] >= size["metakit_header_bytes"] + size["tensor_bytes"]
+        # The peer sends its small tensors inside the header, each tensor's bytes once, nothing else.
+        assert size["peer_bytes"] > size["tensor_bytes"]
+        assert size["peer_buffers"] >= 1
+        assert f"{size['metakit_header_bytes']:>9,}  {size['peer_header_bytes']:>9,}" in run.stdout
+
+
+def test_wire_targets_are_the_round_trip_ratio_and_the_header_ratio(run: Run) -> None:
+    targets = {row["key"]: row for row in run.report["targets"]}
+    if not HAS_WIRE:
+        assert all(targets[f"wire_{record}"]["status"] == "SKIP" for record in WIRE_RECORDS)
+        return
+    rows = {row["record"]: row for row in run.report["wire"]["rows"] if row["step"] == "round_trip"}
+    sizes = {size["record"]: size for size in run.report["wire"]["sizes"]}
+    for record in WIRE_RECORDS:
+        assert targets[f"wire_{record}"]["ratio"] == rows[record]["ratio"]
+        header = sizes[record]["peer_header_bytes"] / sizes[record]["metakit_header_bytes"]
+        assert targets[f"wire_header_{record}"]["ratio"] == pytest.approx(header)
+    assert "msgpack peer / wire.pack + wire.unpack, 8 KB" in run.stdout
 
 
 REPLACE_KEYS = [
@@ -364,3 +435,76 @@ def test_an_output_in_a_directory_where_no_file_can_be_made_exits_with_status_2_
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
 def test_proc_is_a_directory_where_no_file_can_be_made() -> None:
     assert report.output_problem("/proc/results.json") is not None
+
+
+# The wire table's peer needs torch, msgspec and numpy: without them these are not defined (not skipped).
+if HAS_WIRE:
+    import msgspec
+    import torch
+
+    from metakit.bench import msgpack_peer
+    from metakit.examples import engine
+
+    def _peer_round_trip(record: Any) -> Any:
+        frames = msgpack_peer.MsgpackPeerEncoder().encode(record)
+        return msgpack_peer.MsgpackPeerDecoder(type(record)).decode(frames)
+
+    def _without_wrappers(record: Any) -> Any:
+        # The peer sends every field: a kernel wrapper (an OMIT field) must be cleared first.
+        if isinstance(record, engine.FlashInferMetadata):
+            return dataclasses.replace(record, prefill_wrapper=None, decode_wrapper=None)
+        return record
+
+    @pytest.mark.parametrize("record", engine.example_records(), ids=lambda record: type(record).__name__)
+    def test_msgpack_peer_round_trips_each_example_record_equal(record: Any) -> None:
+        sent = _without_wrappers(record)
+        wire.check_round_trip(_peer_round_trip(sent), sent, "the msgpack peer")
+
+    @pytest.mark.parametrize("record", [key for key, *_ in wire.RECORDS])
+    def test_msgpack_peer_round_trips_each_benchmark_record_equal(record: str) -> None:
+        arguments = next(entry.arguments for entry in wire.RECORDS if entry.key == record)
+        sent = engine.make_flash_attention_metadata(**arguments)
+        wire.check_round_trip(_peer_round_trip(sent), sent, "the msgpack peer")
+
+    def test_msgpack_peer_sends_tensors_of_256_bytes_or_more_as_views_of_their_memory() -> None:
+        record = engine.make_flash_attention_metadata(8, 128)
+        frames = msgpack_peer.MsgpackPeerEncoder().encode(record)
+        # slot_mapping (8,024 bytes) and block_tables (288 bytes) out of band; four of 32 and 36 bytes inline.
+        assert [memoryview(frame).nbytes for frame in frames[1:]] == [8024, 288]
+        assert [torch.frombuffer(frame, dtype=torch.uint8).data_ptr() for frame in frames[1:]] == [
+            record.slot_mapping.data_ptr(),
+            record.block_tables.data_ptr(),
+        ]
+        received = msgpack_peer.MsgpackPeerDecoder(type(record)).decode(frames)
+        assert received.slot_mapping.data_ptr() == record.slot_mapping.data_ptr()  # a view, no copy
+        assert received.seq_lens_tensor.data_ptr() != record.seq_lens_tensor.data_ptr()  # inline: a copy
+
+    def test_msgpack_peer_checks_values_against_the_annotations() -> None:
+        frames = msgpack_peer.MsgpackPeerEncoder().encode(engine.make_flash_attention_metadata())
+        decoder = msgpack_peer.MsgpackPeerDecoder(engine.FlashInferMetadata)
+        with pytest.raises(msgspec.ValidationError, match="Object missing required field `is_prompt`"):
+            decoder.decode(frames)
+
+    def test_msgpack_peer_cannot_send_an_omit_field_nor_decode_a_union_with_a_tensor() -> None:
+        # What the peer cannot do, where metakit's wire can (see metakit.bench.msgpack_peer).
+        with pytest.raises(TypeError, match="the msgpack peer cannot send a value of type 'object'"):
+            msgpack_peer.MsgpackPeerEncoder().encode(engine.make_flashinfer_metadata())
+
+        @dataclass
+        class Mixed:
+            causal: bool | torch.Tensor
+
+        with pytest.raises(TypeError, match="Type unions containing a custom type may not contain"):
+            msgpack_peer.MsgpackPeerDecoder(Mixed)
+
+    def test_a_wire_way_that_does_not_give_the_record_back_makes_the_benchmark_fail(
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        def decode(self: Any, frames: Any) -> Any:
+            return dataclasses.replace(original(self, frames), max_query_len=-1)
+
+        original = msgpack_peer.MsgpackPeerDecoder.decode
+        monkeypatch.setattr(msgpack_peer.MsgpackPeerDecoder, "decode", decode)
+        message = "the msgpack peer: field 'max_query_len' of FlashAttentionMetadata came back different"
+        with pytest.raises(timing.Broken, match=message):
+            wire.measure_wire(timing.QUICK, timing.Progress())

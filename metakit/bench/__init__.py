@@ -20,6 +20,10 @@ objects.  Then, in one run, each part in its own module:
   tensor grows from 10^3 to 10^7 elements;
 - ``creation``: the cost of creating a ``@dataclass`` with and without
   metakit, for 5, 15 and 50 fields;
+- ``wire``: ``wire.pack`` + ``wire.unpack`` against an encoder and typed
+  decoder written the way vLLM V1's ``MsgpackEncoder``/``MsgpackDecoder``
+  work (``msgpack_peer``), on records of 8 KB to 8 MB: times, headers and
+  buffers (needs torch, msgspec and numpy);
 - ``targets``: the design's targets, as ratios, each with PASS or MISS.
 
 Each figure is measured in many rounds that interleave the contenders, so
@@ -33,19 +37,19 @@ for a usage error found before anything runs.
 
 Without torch the same measurements run on torch-free twins of the engine
 classes (the same field names, plain objects as values), and only the
-tensor-size sweep is skipped.
+tensor-size sweep and the wire table are skipped.
 
 ``--json PATH`` writes the results as one JSON object::
 
     {
-      "schema": 2,
+      "schema": 3,
       "completed": true,                # false never appears: a broken run writes nothing
       "quick": bool,
       "seconds": float,                 # wall time of the whole run
       "versions": {"metakit": str, "python": str, "implementation": str, "platform": str,
                    "torch": str | null, "attrs": str | null, "msgspec": str | null},
       "subject": {"class": str, "fields": int, "values": str},
-      "rounds": {"calls": int, "replace": int, "sweep": int | null, "creation": int},
+      "rounds": {"calls": int, "replace": int, "sweep": int | null, "creation": int, "wire": int | null},
       "calls": [{"key": str, "label": str, "ns": float | null, "median_ns": float | null,
                  "ratio": float | null, "unstable": bool, "note": str | null}],
                                         # ns: the best round; ratio: ns / ns of the metakit method
@@ -58,6 +62,15 @@ tensor-size sweep is skipped.
       "creation": [{"fields": int, "scenario": "same" | "new", "plain_us": float,
                     "metakit_us": float, "ratio": float, "plain_median_us": float,
                     "metakit_median_us": float, "median_ratio": float}],
+      "wire": {"rows": [{"record": str, "step": "round_trip" | "send" | "receive",
+                         "metakit_us": float, "metakit_median_us": float,
+                         "peer_us": float, "peer_median_us": float,
+                         "ratio": float, "median_ratio": float, "unstable": bool}],
+                                        # ratio: peer_us / metakit_us (above 1: metakit is faster)
+               "sizes": [{"record": str, "label": str, "tensor_bytes": int,
+                          "metakit_header_bytes": int, "peer_header_bytes": int,
+                          "metakit_buffers": int, "peer_buffers": int,
+                          "metakit_bytes": int, "peer_bytes": int}]} | null,
       "targets": [{"key": str, "label": str, "ratio": float | null, "bound": float,
                    "at_least": bool, "status": "PASS" | "MISS" | "SKIP"}]
     }
@@ -87,6 +100,8 @@ from metakit.bench.sweep import measure_sweep, print_sweep
 from metakit.bench.targets import print_targets
 from metakit.bench.targets import targets as measure_targets
 from metakit.bench.timing import FULL, QUICK, Broken, Progress
+from metakit.bench.wire import measure_wire, print_wire
+from metakit.bench.wire import missing as wire_missing
 
 
 def _broadcast_benchmark() -> ModuleType:
@@ -133,10 +148,15 @@ def _run(quick: bool, progress: Progress) -> dict[str, Any]:
     progress.phase("measuring class creation")
     creation, creation_rounds = measure_creation(settings, progress)
     print_creation(creation, creation_rounds)
-    targets = measure_targets(calls, replace, sweep, creation)
+    wire, wire_rounds = None, None
+    if not wire_missing():
+        progress.phase("measuring the wire against vLLM's msgpack method, side by side")
+        wire, wire_rounds = measure_wire(settings, progress)
+    print_wire(wire, wire_rounds)
+    targets = measure_targets(calls, replace, sweep, creation, wire)
     print_targets(targets)
     return {
-        "schema": 2,
+        "schema": 3,
         "completed": True,
         "quick": quick,
         "seconds": time.perf_counter() - started,
@@ -146,11 +166,23 @@ def _run(quick: bool, progress: Progress) -> dict[str, Any]:
             "fields": len(field_names(subject.cls)),
             "values": "torch tensors and ints" if subject.torch_version else "plain objects (torch is not installed)",
         },
-        "rounds": {"calls": call_rounds, "replace": replace_rounds, "sweep": sweep_rounds, "creation": creation_rounds},
+        "rounds": {
+            "calls": call_rounds,
+            "replace": replace_rounds,
+            "sweep": sweep_rounds,
+            "creation": creation_rounds,
+            "wire": wire_rounds,
+        },
         "calls": [dict(row.asdict_zerocopy()) for row in calls],
         "replace": [dict(row.asdict_zerocopy()) for row in replace],
         "sweep": None if sweep is None else [dict(row.asdict_zerocopy()) for row in sweep],
         "creation": [dict(row.asdict_zerocopy()) for row in creation],
+        "wire": None
+        if wire is None
+        else {
+            "rows": [dict(row.asdict_zerocopy()) for row in wire.rows],
+            "sizes": [dict(size.asdict_zerocopy()) for size in wire.sizes],
+        },
         "targets": [dict(row.asdict_zerocopy()) for row in targets],
     }
 

@@ -11,6 +11,8 @@ from metakit.bench.replace import METHOD as REPLACE_METHOD
 from metakit.bench.replace import ReplaceRow
 from metakit.bench.report import format_number
 from metakit.bench.sweep import SweepRow
+from metakit.bench.wire import RECORDS as WIRE_RECORDS
+from metakit.bench.wire import WireResults
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,11 @@ def _target(key: str, label: str, ratio: float | None, bound: float, *, at_least
 
 
 def targets(
-    calls: list[CallRow], replace: list[ReplaceRow], sweep: list[SweepRow] | None, creation: list[CreationRow]
+    calls: list[CallRow],
+    replace: list[ReplaceRow],
+    sweep: list[SweepRow] | None,
+    creation: list[CreationRow],
+    wire: WireResults | None,
 ) -> list[TargetRow]:
     """The design's performance targets (its Performance section), as measured in this run, on the best samples."""
     ns = {row.key: row.ns for row in calls if row.ns is not None}
@@ -61,6 +67,36 @@ def targets(
                 BOUNDS[row.scenario],
             )
             for row in creation
+        ],
+        *_wire_targets(wire),
+    ]
+
+
+def _wire_targets(wire: WireResults | None) -> list[TargetRow]:
+    """At least the bound's times faster than the msgpack peer on each record, and a header no larger."""
+    speed = {row.record: row.ratio for row in wire.rows if row.step == "round_trip"} if wire else {}
+    headers = {size.record: size.peer_header_bytes / size.metakit_header_bytes for size in wire.sizes} if wire else {}
+    short = {record.key: record.label.split(":")[0] for record in WIRE_RECORDS}
+    return [
+        *[
+            _target(
+                f"wire_{record.key}",
+                f"msgpack peer / wire.pack + wire.unpack, {short[record.key]}",
+                speed.get(record.key),
+                record.bound,
+                at_least=True,
+            )
+            for record in WIRE_RECORDS
+        ],
+        *[
+            _target(
+                f"wire_header_{record.key}",
+                f"msgpack peer's header / wire's header, bytes, {short[record.key]}",
+                headers.get(record.key),
+                1.0,
+                at_least=True,
+            )
+            for record in WIRE_RECORDS
         ],
     ]
 

@@ -27,14 +27,27 @@ class Settings:
     replace_seconds: float
     sweep_seconds: float
     creation_seconds: float
+    wire_seconds: float
     least_rounds: int
 
 
 QUICK = Settings(
-    sample_seconds=0.002, call_seconds=3, replace_seconds=2, sweep_seconds=2, creation_seconds=6, least_rounds=3
+    sample_seconds=0.002,
+    call_seconds=3,
+    replace_seconds=2,
+    sweep_seconds=2,
+    creation_seconds=6,
+    wire_seconds=2,
+    least_rounds=3,
 )
 FULL = Settings(
-    sample_seconds=0.004, call_seconds=30, replace_seconds=20, sweep_seconds=15, creation_seconds=45, least_rounds=10
+    sample_seconds=0.004,
+    call_seconds=30,
+    replace_seconds=20,
+    sweep_seconds=15,
+    creation_seconds=45,
+    wire_seconds=20,
+    least_rounds=10,
 )
 
 
