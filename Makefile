@@ -111,3 +111,7 @@ venv:  ## create or update .venv: Python 3.11, metakit[torch,bench] and the dev 
 # No torch on these: the benchmark measures torch-free twins there, with its peers.
 $(OTHER_VERSIONS:%=venv-%): venv-%:
 	@.ci/venv.sh .venv-$* $* bench test
+
+.PHONY: docs
+docs: venv  ## docs/benchmarks.md from the recorded runs .ci/bench-3.X.json (`make bench-record docs` records them first)
+	$(PY) -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json
