@@ -1,4 +1,4 @@
-"""The chart: a PNG of the call table, the tensor-size sweep and the class-creation ratios (needs matplotlib)."""
+"""The chart: a PNG of the calls, replace, the tensor sizes, class creation and the wire (needs matplotlib)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ _SHORT = {
 
 
 def write_plot(path: str, report: Mapping[str, Any]) -> None:
-    """A PNG of the call table, the replace table, the tensor-size sweep and the creation ratios."""
+    """A PNG of the call table, the replace table, the tensor-size sweep, the creation ratios and the wire."""
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(22, 5.2), layout="constrained")
-    calls_axes, replace_axes, sweep_axes, creation_axes = figure.subplots(1, 4)
+    figure = Figure(figsize=(27, 5.2), layout="constrained")
+    calls_axes, replace_axes, sweep_axes, creation_axes, wire_axes = figure.subplots(1, 5)
     versions = report["versions"]
     quick = " - a --quick run: few rounds, rough figures" if report["quick"] else ""
     figure.suptitle(
@@ -38,6 +38,7 @@ def write_plot(path: str, report: Mapping[str, Any]) -> None:
     _plot_replace(replace_axes, report["replace"])
     _plot_sweep(sweep_axes, report["sweep"])
     _plot_creation(creation_axes, report["creation"])
+    _plot_wire(wire_axes, report["wire"])
     figure.savefig(path, dpi=100)
 
 
@@ -112,3 +113,27 @@ def _plot_creation(axes: Any, creation: list[dict[str, Any]]) -> None:
     axes.set_ylabel("metakit / plain @dataclass (best of the rounds)")
     axes.set_title("class creation")
     axes.legend(loc="lower right", fontsize=8)
+
+
+def _plot_wire(axes: Any, wire: Mapping[str, Any] | None) -> None:
+    if wire is None:
+        axes.text(0.5, 0.5, "torch, msgspec or numpy is not installed:\nno wire table", ha="center", va="center")
+        axes.set_axis_off()
+        return
+    rows = [row for row in wire["rows"] if row["step"] == "round_trip"]
+    labels = {size["record"]: size["label"].split(":")[0] for size in wire["sizes"]}
+    positions = range(len(rows))
+    axes.bar([i - 0.2 for i in positions], [row["metakit_us"] for row in rows], width=0.4, color="C1", label="metakit")
+    peer = axes.bar(
+        [i + 0.2 for i in positions],
+        [row["peer_us"] for row in rows],
+        width=0.4,
+        color="C0",
+        label="msgpack peer (vLLM V1's way)",
+    )
+    axes.bar_label(peer, labels=[f"x{row['ratio']:.2f}" for row in rows], fontsize=8)
+    axes.set_xticks(list(positions), [labels[row["record"]] for row in rows])
+    axes.set_ylim(0, max(max(row["metakit_us"], row["peer_us"]) for row in rows) * 1.3)  # room for the legend
+    axes.set_ylabel("us per pack + unpack (best of the rounds)")
+    axes.set_title("wire: pack + unpack; x = peer / metakit")
+    axes.legend(loc="upper left", fontsize=8)
