@@ -290,7 +290,12 @@ def _creation(report: Report) -> list[str]:
 def _wire(report: Report) -> list[str]:
     table = report.get("wire")
     if table is None:
-        why = "torch is not installed" if report["versions"]["torch"] is None else "this record predates it"
+        if report["versions"]["torch"] is None:
+            why = "torch is not installed"
+        elif "wire" not in report:
+            why = "this record predates it"
+        else:
+            why = "it needs msgspec and numpy as well"
         return ["### The wire against vLLM V1's msgpack method", "", f"Not measured: {why}.", ""]
     labels = {size["record"]: size["label"] for size in table["sizes"]}
     lines = [
