@@ -77,6 +77,9 @@ tensor-size sweep and the wire table are skipped.
 
 A ``null`` ns or ratio means the contender or measurement could not run (its
 ``note`` says why: a peer that is not installed, or no torch).
+
+``python -m metakit.bench.docs`` (``make docs``) writes ``docs/benchmarks.md``
+from such records, the full runs that ``make bench-record`` keeps in ``.ci/``.
 """
 
 from __future__ import annotations
