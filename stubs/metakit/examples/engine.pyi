@@ -3,16 +3,22 @@
 # pyright: reportIncompatibleMethodOverride=false
 # A dataclass may redefine an inherited field with another type.
 # pyright: reportIncompatibleVariableOverride=false
-from collections.abc import Iterable as _Iterable
-from typing import Any as _Any, Literal as _Literal, TypedDict as _TypedDict, overload as _overload
-from typing_extensions import deprecated as _deprecated
 import torch
+from collections.abc import Iterator as _Iterator, Set as _Set
 from dataclasses import dataclass
 from metakit import ZeroCopy
+from typing import Any as _Any, overload as _overload
+from typing_extensions import TypedDict as _TypedDict
 
 __all__ = ['AttentionMetadata', 'FlashAttentionMetadata', 'FlashInferMetadata', 'example_records', 'make_attention_metadata', 'make_flash_attention_metadata', 'make_flashinfer_metadata']
 
 class AttentionMetadataDict(_TypedDict):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    slot_mapping: torch.Tensor
+
+class AttentionMetadataPartialDict(_TypedDict, total=False, extra_items=_Any):
     num_prefills: int
     num_prefill_tokens: int
     num_decode_tokens: int
@@ -27,14 +33,24 @@ class AttentionMetadata(ZeroCopy):
     @_overload
     def asdict_zerocopy(self, skip_fields: None = None) -> AttentionMetadataDict: ...
     @_overload
-    @_deprecated("skip_fields is a str, which would be read as one-letter names: write skip_fields={'name'}")
-    def asdict_zerocopy(self, skip_fields: str) -> dict[str, _Any]: ...
-    @_overload
-    def asdict_zerocopy(self, skip_fields: _Iterable[_Literal['num_prefills', 'num_prefill_tokens', 'num_decode_tokens', 'slot_mapping']]) -> dict[str, _Any]: ...
+    def asdict_zerocopy(self, skip_fields: _Set[str] | list[str] | tuple[str, ...] | _Iterator[str]) -> AttentionMetadataPartialDict: ...
     def astuple_zerocopy(self) -> tuple[int, int, int, torch.Tensor]: ...
     def __replace__(self, *, num_prefills: int = ..., num_prefill_tokens: int = ..., num_decode_tokens: int = ..., slot_mapping: torch.Tensor = ...) -> AttentionMetadata: ...
 
 class FlashAttentionMetadataDict(AttentionMetadataDict):
+    seq_lens: list[int] | None
+    seq_lens_tensor: torch.Tensor | None
+    max_query_len: int | None
+    max_prefill_seq_len: int
+    max_decode_seq_len: int
+    query_start_loc: torch.Tensor | None
+    seq_start_loc: torch.Tensor | None
+    context_lens_tensor: torch.Tensor | None
+    block_tables: torch.Tensor | None
+    use_cuda_graph: bool
+    kv_cache_dtype: str
+
+class FlashAttentionMetadataPartialDict(AttentionMetadataPartialDict, total=False):
     seq_lens: list[int] | None
     seq_lens_tensor: torch.Tensor | None
     max_query_len: int | None
@@ -63,14 +79,24 @@ class FlashAttentionMetadata(AttentionMetadata):
     @_overload
     def asdict_zerocopy(self, skip_fields: None = None) -> FlashAttentionMetadataDict: ...
     @_overload
-    @_deprecated("skip_fields is a str, which would be read as one-letter names: write skip_fields={'name'}")
-    def asdict_zerocopy(self, skip_fields: str) -> dict[str, _Any]: ...
-    @_overload
-    def asdict_zerocopy(self, skip_fields: _Iterable[_Literal['num_prefills', 'num_prefill_tokens', 'num_decode_tokens', 'slot_mapping', 'seq_lens', 'seq_lens_tensor', 'max_query_len', 'max_prefill_seq_len', 'max_decode_seq_len', 'query_start_loc', 'seq_start_loc', 'context_lens_tensor', 'block_tables', 'use_cuda_graph', 'kv_cache_dtype']]) -> dict[str, _Any]: ...
+    def asdict_zerocopy(self, skip_fields: _Set[str] | list[str] | tuple[str, ...] | _Iterator[str]) -> FlashAttentionMetadataPartialDict: ...
     def astuple_zerocopy(self) -> tuple[int, int, int, torch.Tensor, list[int] | None, torch.Tensor | None, int | None, int, int, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, bool, str]: ...
     def __replace__(self, *, num_prefills: int = ..., num_prefill_tokens: int = ..., num_decode_tokens: int = ..., slot_mapping: torch.Tensor = ..., seq_lens: list[int] | None = ..., seq_lens_tensor: torch.Tensor | None = ..., max_query_len: int | None = ..., max_prefill_seq_len: int = ..., max_decode_seq_len: int = ..., query_start_loc: torch.Tensor | None = ..., seq_start_loc: torch.Tensor | None = ..., context_lens_tensor: torch.Tensor | None = ..., block_tables: torch.Tensor | None = ..., use_cuda_graph: bool = ..., kv_cache_dtype: str = ...) -> FlashAttentionMetadata: ...
 
 class FlashInferMetadataDict(AttentionMetadataDict):
+    is_prompt: bool
+    block_tables: torch.Tensor | None
+    paged_kv_indptr: torch.Tensor | None
+    paged_kv_indices: torch.Tensor | None
+    paged_kv_last_page_len: torch.Tensor | None
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim: int
+    page_size: int
+    data_type: torch.dtype
+    use_cuda_graph: bool
+
+class FlashInferMetadataPartialDict(AttentionMetadataPartialDict, total=False):
     is_prompt: bool
     block_tables: torch.Tensor | None
     paged_kv_indptr: torch.Tensor | None
@@ -110,10 +136,7 @@ class FlashInferMetadata(AttentionMetadata):
     @_overload
     def asdict_zerocopy(self, skip_fields: None = None) -> FlashInferMetadataDict: ...
     @_overload
-    @_deprecated("skip_fields is a str, which would be read as one-letter names: write skip_fields={'name'}")
-    def asdict_zerocopy(self, skip_fields: str) -> dict[str, _Any]: ...
-    @_overload
-    def asdict_zerocopy(self, skip_fields: _Iterable[_Literal['num_prefills', 'num_prefill_tokens', 'num_decode_tokens', 'slot_mapping', 'is_prompt', 'block_tables', 'paged_kv_indptr', 'paged_kv_indices', 'paged_kv_last_page_len', 'num_qo_heads', 'num_kv_heads', 'head_dim', 'page_size', 'data_type', 'use_cuda_graph', 'prefill_wrapper', 'decode_wrapper']]) -> dict[str, _Any]: ...
+    def asdict_zerocopy(self, skip_fields: _Set[str] | list[str] | tuple[str, ...] | _Iterator[str]) -> FlashInferMetadataPartialDict: ...
     def astuple_zerocopy(self) -> tuple[int, int, int, torch.Tensor, bool, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, int, int, int, int, torch.dtype, bool]: ...
     def __replace__(self, *, num_prefills: int = ..., num_prefill_tokens: int = ..., num_decode_tokens: int = ..., slot_mapping: torch.Tensor = ..., is_prompt: bool = ..., block_tables: torch.Tensor | None = ..., paged_kv_indptr: torch.Tensor | None = ..., paged_kv_indices: torch.Tensor | None = ..., paged_kv_last_page_len: torch.Tensor | None = ..., num_qo_heads: int = ..., num_kv_heads: int = ..., head_dim: int = ..., page_size: int = ..., data_type: torch.dtype = ..., use_cuda_graph: bool = ..., prefill_wrapper: object = ..., decode_wrapper: object = ...) -> FlashInferMetadata: ...
 
