@@ -16,7 +16,7 @@ import linecache
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import count
 from types import CodeType, FunctionType
 from typing import Any, Final
@@ -106,6 +106,21 @@ class GeneratedMethods:
 
     def __repr__(self) -> str:
         return f"<metakit generated methods {self.filename} for {len(self.names)} fields>"
+
+    def holds(self, value: object) -> bool:
+        """Whether *value* is one of these functions."""
+        return value is self.asdict or value is self.astuple or value is self.replace
+
+
+def holds_generated(namespace: Mapping[str, Any], value: object) -> bool:
+    """Whether *value* is one of the generated functions that the class of *namespace* holds as its own.
+
+    A generated function is metakit's only on the class it was made for:
+    one of another class's, put on a class by a user (``asdict_zerocopy =
+    Base.asdict_zerocopy`` in a class body), is that user's method.
+    """
+    methods = namespace.get(STATE)
+    return type(methods) is GeneratedMethods and methods.holds(value)
 
 
 _new: Final = object.__new__

@@ -228,8 +228,8 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     """
     methods = getattr(type(obj), STATE, None)
     if type(methods) is not GeneratedMethods:
-        if isinstance(obj, type) or not is_dataclass(obj):
-            raise TypeError("replace() should be called on dataclass instances")  # dataclasses.replace's words
+        if not hasattr(type(obj), "__dataclass_fields__"):  # dataclasses.replace's test, and its words
+            raise TypeError("replace() should be called on dataclass instances")
         methods = _plain_replace_methods(type(obj))
     try:
         result: _T = methods.replace(obj, **changes)

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Set
 from itertools import count
 from typing import Any, Final, TypeVar
 
-from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, is_generated, printable
+from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, holds_generated, printable
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._source import writable_names
@@ -133,7 +133,7 @@ class ZeroCopyFields(type):
             return
         LOCK.acquire()  # the change and what the rules make of it, as one to other threads
         try:
-            if name in _METHOD_NAMES and not _is_ours(name, value):
+            if name in _METHOD_NAMES and not _is_ours(cls.__dict__, name, value):
                 # A user's method is about to appear: whatever it can reach
                 # through ``super()`` must serve the instance's class before
                 # any thread can call it.
@@ -204,7 +204,7 @@ def _watched_set(cls: type, name: str) -> None:
         ):
             _install(cls, namespace)
         elif STATE in namespace:  # methods for other fields, made before: not theirs to serve
-            _delete(cls, STATE)
+            _drop_methods(cls, namespace)
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = namespace.get(STATE)
@@ -221,7 +221,7 @@ def _watched_set(cls: type, name: str) -> None:
         # ``__init__``, so after the methods were made: the generated one
         # takes its place, which is all that ``_changed`` would do here.
         _set(cls, REPLACE, namespace[STATE].replace)
-    elif STATE in namespace or type.__subclasses__(cls) or not _is_ours(name, namespace.get(name)):
+    elif STATE in namespace or type.__subclasses__(cls) or not _is_ours(namespace, name, namespace.get(name)):
         # A method name: a user's method, or one the rules take for metakit's
         # (such as the generic ``__replace__`` that ``dataclasses`` gives from
         # 3.13 on), which is replaced by the generated one.  A class with no
@@ -260,16 +260,22 @@ def _recheck_calls(cls: type) -> None:
 
 def _install(cls: type, namespace: Mapping[str, Any]) -> None:
     """Give the dataclass *cls* generated methods for its own fields (*namespace* is ``cls.__dict__``)."""
-    if STATE in namespace:
+    previous: tuple[object, ...] = ()
+    old = namespace.get(STATE)
+    if old is not None:
         # Made before for other fields (those an undecorated subclass of a
         # plain dataclass inherits, before its decorator adds its own; or a
         # name ``slots=True`` changed since): let the old code go first, so
-        # that the new can take its file name.
+        # that the new can take its file name.  Its functions, which the
+        # new ones replace, are still metakit's, not a user's.
+        if type(old) is GeneratedMethods:
+            previous = (old.asdict, old.astuple, old.replace)
         _delete(cls, STATE)
+        del old
     methods = generate(namespace["__module__"], cls.__qualname__, layout_of(cls))
     # metakit's own writes go straight to ``type``: nothing need watch them.
     _set(cls, STATE, methods)
-    _place(cls, methods, namespace)
+    _place(cls, methods, namespace, previous)
     if type.__subclasses__(cls):
         # Overrides below may reach the new methods through ``super()`` (rule 2).
         for member in _family(cls):
@@ -327,15 +333,30 @@ def _family(cls: type) -> list[type]:
     return family
 
 
-def _is_ours(name: str, value: object) -> bool:
-    """Whether *value*, found under *name*, is a method metakit wrote (or the generic one of 3.13's ``dataclasses``)."""
-    return is_generated(value) or value is _DISPATCHERS.get(name) or value is _DATACLASSES_REPLACE
+def _is_ours(namespace: Mapping[str, Any], name: str, value: object) -> bool:
+    """Whether *value*, found under *name* in the class namespace *namespace*, is a method metakit put there.
+
+    That is a generated method of that class's own, ``ZeroCopy``'s method,
+    or the generic ``__replace__`` of 3.13's ``dataclasses``.
+    """
+    return value is _DISPATCHERS.get(name) or value is _DATACLASSES_REPLACE or holds_generated(namespace, value)
 
 
-def _place(cls: type, methods: GeneratedMethods, namespace: Mapping[str, Any]) -> None:
+def _drop_methods(cls: type, namespace: Mapping[str, Any]) -> None:
+    """Take away the generated methods of *cls*, and their functions (*namespace* is ``cls.__dict__``)."""
+    for name in METHOD_NAMES:
+        if holds_generated(namespace, namespace.get(name)):
+            _delete(cls, name)
+    _delete(cls, STATE)
+
+
+def _place(
+    cls: type, methods: GeneratedMethods, namespace: Mapping[str, Any], previous: tuple[object, ...] = ()
+) -> None:
     """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not.
 
-    *namespace* is ``cls.__dict__`` (a view: it shows each change).
+    *namespace* is ``cls.__dict__`` (a view: it shows each change);
+    *previous* are the functions of the methods that *methods* replace.
     """
     # (Three lookups cost less than ``isdisjoint``, which walks the namespace.)
     if ASDICT not in namespace and ASTUPLE not in namespace and REPLACE not in namespace and _is_usual(cls):
@@ -345,7 +366,7 @@ def _place(cls: type, methods: GeneratedMethods, namespace: Mapping[str, Any]) -
         _set(cls, ASTUPLE, methods.astuple)
         _set(cls, REPLACE, methods.replace)
         return
-    gone, wanted = _placing(cls, methods, _NONE_COMING_BACK)
+    gone, wanted = _placing(cls, methods, _NONE_COMING_BACK, previous)
     for name in gone:
         _delete(cls, name)
     for name, generated in wanted:
@@ -353,19 +374,20 @@ def _place(cls: type, methods: GeneratedMethods, namespace: Mapping[str, Any]) -
 
 
 def _placing(
-    cls: type, methods: GeneratedMethods, coming_back: Set[tuple[int, str]]
+    cls: type, methods: GeneratedMethods, coming_back: Set[tuple[int, str]], previous: tuple[object, ...] = ()
 ) -> tuple[list[str], list[tuple[str, object]]]:
     """Rule 1 for *cls*: the names whose generated method must go, and the generated methods it must get.
 
     *coming_back* holds ``(id(class), name)`` for each generated method that
-    a class above will get back.
+    a class above will get back; *previous* is as for ``_place``.
     """
     namespace = cls.__dict__
     gone: list[str] = []
     wanted: list[tuple[str, object]] = []
     for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
         own = namespace.get(name, _ABSENT)
-        if own is not _ABSENT and own is not generated and not _is_ours(name, own):
+        replaced = any(own is function for function in previous)  # (by identity: a user's value may define __eq__)
+        if own is not _ABSENT and own is not generated and not replaced and not _is_ours(namespace, name, own):
             continue  # the user's
         if _inherits_users(cls, name, own, coming_back):
             if own is not _ABSENT:  # the user's method above was put there later
@@ -413,18 +435,16 @@ def _inherits_users(cls: type, name: str, own: object, coming_back: Set[tuple[in
     """
     if name is REPLACE and _DATACLASSES_GIVE_REPLACE and "__dataclass_fields__" in cls.__dict__:
         return False  # dataclasses gives the dataclass a __replace__ of its own: so does metakit
-    if own is _ABSENT:
-        # What ``type``'s own lookup finds: most often ``ZeroCopy``'s method,
-        # or a base's generated one.
-        found = getattr(cls, name, _ABSENT)
-        if found is _DISPATCHERS[name] or is_generated(found):
-            return False
+    # What ``type``'s own lookup finds, most often ``ZeroCopy``'s method;
+    # anything else is looked for below, in the class that holds it.
+    if own is _ABSENT and getattr(cls, name, _ABSENT) is _DISPATCHERS[name]:
+        return False
     for base in cls.__mro__[1:]:
         namespace = base.__dict__
         if (id(base), name) in coming_back:
             return False
         if name in namespace:
-            return not _is_ours(name, namespace[name])
+            return not _is_ours(namespace, name, namespace[name])
     return False
 
 
@@ -442,13 +462,13 @@ def _dispatch(classes: tuple[type, ...]) -> None:
     for above in classes:
         namespace = above.__dict__
         for name in METHOD_NAMES:
-            if is_generated(namespace.get(name)):
+            if holds_generated(namespace, namespace.get(name)):
                 _set(above, name, _DISPATCHERS[name])
 
 
 def _holds_a_users_method(cls: type) -> bool:
     namespace = cls.__dict__
-    return any(not _is_ours(name, namespace[name]) for name in METHOD_NAMES if name in namespace)
+    return any(not _is_ours(namespace, name, namespace[name]) for name in METHOD_NAMES if name in namespace)
 
 
 def zerocopy_classes() -> list[type]:

@@ -36,8 +36,8 @@ from typing import Any, NamedTuple, NoReturn, cast
 
 import metakit
 from metakit import _functions
+from metakit._codegen import holds_generated
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
-from metakit._functions import is_generated
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
 
@@ -326,7 +326,7 @@ class _Checker:
             ),
         ]
         owners = [owner for owner in self.cls.__mro__ if method in owner.__dict__]
-        overrides = list(itertools.takewhile(lambda owner: not _is_metakits(owner.__dict__[method], method), owners))
+        overrides = list(itertools.takewhile(lambda owner: not _is_metakits(owner, method), owners))
         if len(overrides) < len(owners):  # generated code serves the instance, or an override reaches it
             if not overrides:
                 forms.append(_Form(_GENERATED, f"obj.{method}", getattr(obj, method), True))
@@ -500,7 +500,8 @@ class _Checker:
         replace = getattr(metakit, "replace", None)
         if callable(replace):
             forms.append(_Form(_GENERATED, "metakit.replace", lambda: replace(obj), True, True))
-        if is_generated(inspect.getattr_static(self.cls, REPLACE, None)):
+        owner = next((owner for owner in self.cls.__mro__ if REPLACE in owner.__dict__), None)
+        if owner is not None and holds_generated(owner.__dict__, owner.__dict__[REPLACE]):
             forms.append(_Form(_GENERATED, f"obj.{REPLACE}", getattr(obj, REPLACE), True))
         if not forms:
             return
@@ -557,9 +558,10 @@ def _required(f: dataclasses.Field[Any]) -> bool:
     return f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
-def _is_metakits(value: object, method: str) -> bool:
-    """Whether *value*, found in a class's namespace under *method*, is code metakit wrote."""
-    return is_generated(value) or value is vars(metakit.ZeroCopy).get(method)
+def _is_metakits(owner: type, method: str) -> bool:
+    """Whether what the class *owner* holds under *method* is code metakit put there: its own, or ``ZeroCopy``'s."""
+    value = owner.__dict__[method]
+    return holds_generated(owner.__dict__, value) or value is vars(metakit.ZeroCopy).get(method)
 
 
 def _name(cls: type) -> str:

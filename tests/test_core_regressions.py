@@ -4,13 +4,16 @@ each named after the defect it pins down."""
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 import gc
 import linecache
 import subprocess
 import sys
 import threading
+import types
 import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
@@ -206,8 +209,10 @@ def test_override_above_an_undecorated_class_holding_a_generated_function_does_n
     class A(ZeroCopy):
         x: int
 
+    generated_for_a = A.asdict_zerocopy
+
     class B(A):
-        asdict_zerocopy = A.asdict_zerocopy
+        asdict_zerocopy = generated_for_a
 
     @dataclass
     class C(B):
@@ -216,7 +221,11 @@ def test_override_above_an_undecorated_class_holding_a_generated_function_does_n
         def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
             return super().asdict_zerocopy(skip_fields)
 
-    assert C(1, 2).asdict_zerocopy() == {"x": 1, "y": 2}
+    # B's method is the user's (issue 24: a method written in a class body is
+    # never replaced, whatever it is): C's super() reaches it, and it runs as
+    # written, A's generated code, which returns A's fields.
+    assert B.__dict__["asdict_zerocopy"] is generated_for_a
+    assert C(1, 2).asdict_zerocopy() == {"x": 1}
     assert B(1).asdict_zerocopy() == {"x": 1}
 
 
@@ -791,3 +800,131 @@ def test_a_users_method_on_zerocopy_itself_is_inherited_until_it_goes(name):
     assert After(1).astuple_zerocopy() == (1,)
     assert After(1).__replace__(a=2) == After(2)
     assert Made(1).asdict_zerocopy() == {"a": 1}  # ZeroCopy's method back: Made's own came back too (rule 3)
+
+
+# --- issue 24: exactly @dataclass's behaviour, on 3.10 to 3.15 -----------------
+
+
+class OnlyGetitem:
+    """Field metadata as CPython's test_field_metadata_custom_mapping writes it: no ``get``."""
+
+    def __init__(self, **entries: object) -> None:
+        self.__dict__.update(entries)
+
+    def __getitem__(self, key: str) -> object:
+        return getattr(self, key)  # an AttributeError, not a KeyError, for a key it lacks
+
+    def __len__(self) -> int:
+        return len(self.__dict__)
+
+
+@pytest.mark.parametrize("base", [(), (ZeroCopy,)], ids=["plain", "ZeroCopy"])
+def test_field_metadata_with_only_getitem_is_accepted(base):
+    C = make_dataclass("C", [("x", int, field(metadata=OnlyGetitem(doc="x")))], bases=base)
+    c = C(1)
+    assert metakit.asdict_zerocopy(c) == {"x": 1}
+    assert metakit.astuple_zerocopy(c) == (1,)
+    assert metakit.replace(c, x=2) == C(2)
+    assert dataclasses.fields(C)[0].metadata["doc"] == "x"
+
+
+class RaisingMapping(Mapping[str, object]):
+    """A Mapping whose ``__getitem__`` raises a ``ValueError`` for a key it lacks."""
+
+    def __getitem__(self, key: str) -> object:
+        if key == "doc":
+            return "d"
+        raise ValueError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["doc"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+@pytest.mark.parametrize("base", [(), (ZeroCopy,)], ids=["plain", "ZeroCopy"])
+def test_a_metadata_mapping_that_raises_other_than_keyerror_is_accepted(base):
+    C = make_dataclass("C", [("x", int, field(metadata=RaisingMapping())), "y"], bases=base)
+    assert metakit.asdict_zerocopy(C(1, 2)) == {"x": 1, "y": 2}
+    assert metakit.testing.assert_zerocopy(C(1, 2)) is None
+
+
+def test_a_dataclass_subclassing_genericalias_is_refused_by_the_function_forms_as_dataclasses_refuses_it():
+    @dataclass
+    class Alias(types.GenericAlias):
+        origin: type
+        args: type
+
+    alias = Alias(list, int)
+    with pytest.raises(TypeError, match="must be called with a dataclass type or instance"):
+        dataclasses.asdict(alias)
+    with pytest.raises(TypeError, match=r"asdict_zerocopy\(\) takes a dataclass instance"):
+        metakit.asdict_zerocopy(alias)
+    with pytest.raises(TypeError, match=r"astuple_zerocopy\(\) takes a dataclass instance"):
+        metakit.astuple_zerocopy(alias)
+    with pytest.raises(Exception) as theirs:  # noqa: PT011  # what this Python's dataclasses.replace raises
+        dataclasses.replace(alias)
+    with pytest.raises(theirs.type) as ours:
+        metakit.replace(alias)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_a_generated_method_written_in_a_subclass_body_is_the_users_and_kept():
+    @dataclass
+    class Base(ZeroCopy):
+        x: int
+
+    generated_for_base = Base.asdict_zerocopy
+
+    @dataclass
+    class Sub(Base):
+        y: int
+        asdict_zerocopy = generated_for_base  # type: ignore[assignment]
+
+    assert Sub.__dict__["asdict_zerocopy"] is generated_for_base
+    assert Sub(1, 2).asdict_zerocopy() == {"x": 1}  # the user's choice, run as written
+    assert Sub(1, 2).astuple_zerocopy() == (1, 2)  # the other names: Sub's own generated methods
+    assert metakit.asdict_zerocopy(Sub(1, 2)) == {"x": 1, "y": 2}  # the function form: always the fields
+
+
+def test_a_generated_method_assigned_to_another_class_is_the_users_and_kept():
+    @dataclass
+    class Base(ZeroCopy):
+        x: int
+
+    @dataclass
+    class Sub(Base):
+        y: int
+
+    generated_for_base = vars(Base)["astuple_zerocopy"]
+    Sub.astuple_zerocopy = generated_for_base  # type: ignore[method-assign]
+    assert Sub.__dict__["astuple_zerocopy"] is generated_for_base
+    assert Sub(1, 2).astuple_zerocopy() == (1,)
+    del Sub.astuple_zerocopy
+    assert Sub(1, 2).astuple_zerocopy() == (1, 2)  # its own generated method back (rule 3)
+
+
+def test_copy_replace_runs_the_generated_replace():
+    import copy
+
+    @dataclass(frozen=True)
+    class Point(ZeroCopy):
+        x: int
+        y: int
+
+    generated = Point.__dict__["__replace__"]
+    assert is_generated(generated)
+    replace = getattr(copy, "replace", lambda obj, /, **changes: type(obj).__replace__(obj, **changes))  # 3.13+
+    ran = []
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is generated.__code__:
+            ran.append(frame.f_code)
+
+    sys.setprofile(profile)
+    try:
+        assert replace(Point(1, 2), y=3) == Point(1, 3)
+    finally:
+        sys.setprofile(None)
+    assert ran == [generated.__code__]

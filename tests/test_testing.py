@@ -578,13 +578,15 @@ def test_broken_generated_methods_of_the_class_are_blamed(monkeypatch):
     )
 
 
-def test_generated_code_for_other_fields_that_super_reaches_is_blamed():
+def test_another_classs_generated_method_in_a_class_body_is_checked_as_the_users_override():
+    # Issue 24: a method written in a class body is the user's, even when it
+    # is another class's generated code; it is checked for what any override
+    # must keep, not blamed as metakit's generated code for other fields.
     @dataclass
     class Other(ZeroCopy):
         a: object = None
 
     class Mixin:
-        # Generated code for Other's fields, where an override's super() lands.
         asdict_zerocopy = vars(Other)["asdict_zerocopy"]
 
     @dataclass
@@ -595,13 +597,24 @@ def test_generated_code_for_other_fields_that_super_reaches_is_blamed():
         def asdict_zerocopy(self, skip_fields=None):
             return super().asdict_zerocopy(skip_fields)
 
-    expected = (
-        "Reaches: the generated code that super().asdict_zerocopy() in Reaches.asdict_zerocopy reaches:"
-        " super(Reaches, obj).asdict_zerocopy() has keys ['a'], expected ['a', 'b']: missing ['b']"
-    )
-    with pytest.raises(AssertionError) as error:
-        assert_zerocopy_class(Reaches)
-    assert str(error.value) == expected
+    assert_zerocopy_class(Reaches)  # a new dict of fields, in order, the very objects: all an override must keep
+
+    @dataclass
+    class Pair(ZeroCopy):
+        a: object = None
+        b: object = None
+
+    class Reordering:
+        def asdict_zerocopy(self, skip_fields=None):
+            return dict(reversed(vars(Pair)["asdict_zerocopy"](self, skip_fields).items()))
+
+    @dataclass
+    class Reordered(Reordering):
+        a: object = None
+        b: object = None
+
+    with pytest.raises(AssertionError, match=r"^Reordered: the override Reordering\.asdict_zerocopy"):
+        assert_zerocopy_class(Reordered)
 
 
 def test_a_generated_method_that_returns_the_same_dict_is_blamed_as_generated(monkeypatch):
@@ -766,7 +779,7 @@ def test_the_real_metakit_replace_is_called(monkeypatch):
     assert calls == [Metadata, Slotted]
 
 
-def test_a_generated_replace_for_other_fields_is_blamed_as_generated_code():
+def test_another_classs_generated_replace_assigned_by_a_user_is_not_checked_as_generated_code():
     @dataclass
     class Other(ZeroCopy):
         a: object = None
@@ -776,17 +789,10 @@ def test_a_generated_replace_for_other_fields_is_blamed_as_generated_code():
         a: object = None
         b: object = None
 
-    # The generated __replace__ of Other, which knows nothing of 'b' (set after
-    # the decorator, which writes its own __replace__ on 3.13).
+    # The generated __replace__ of Other, which knows nothing of 'b', assigned
+    # by a user: the user's method (issue 24), whose behaviour is the user's.
     Replaced.__replace__ = vars(Other)["__replace__"]
-
-    expected = (
-        "Replaced: the generated code: obj.__replace__() holds a new object in field 'b',"
-        " where dataclasses.replace(obj) keeps the very object"
-    )
-    with pytest.raises(AssertionError) as error:
-        assert_zerocopy_class(Replaced)
-    assert str(error.value) == expected
+    assert_zerocopy_class(Replaced)
 
 
 def test_without_metakit_replace_the_helpers_still_run(monkeypatch):
