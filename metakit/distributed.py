@@ -56,6 +56,7 @@ import torch.distributed as dist
 
 from metakit.wire import (
     ALIGN,
+    AllowPickle,
     BufferSpec,
     Placement,
     WireError,
@@ -66,7 +67,7 @@ from metakit.wire import (
     unpack_tensors,
 )
 
-__all__ = ["BroadcastError", "broadcast_metadata"]
+__all__ = ["DEFAULT_MAX_BYTES", "BroadcastError", "broadcast_metadata"]
 
 _T = TypeVar("_T")
 
@@ -90,6 +91,12 @@ _LARGEST_FRAME: Final = 16 << 20
 _FRAME_MEMORY: Final = 16
 """How many recent records the frame's size follows."""
 
+DEFAULT_MAX_BYTES: Final = 1 << 30
+"""``broadcast_metadata``'s default *max_bytes*: what one record may bring, 1 GiB."""
+
+_ERROR_TEXT: Final = 4000
+"""How much of the source's error text travels, in bytes."""
+
 _RECYCLED: Final = 64 << 10
 """Receive buffers on the CPU of this many bytes or more are reused once free (see ``_Recycler``)."""
 
@@ -110,6 +117,8 @@ def broadcast_metadata(
     group_src: int | None = None,
     cpu_group: dist.ProcessGroup | None = None,
     skip_fields: Iterable[str] | None = None,
+    allow_pickle: AllowPickle = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> _T:
     """Send the record *obj* from the source rank to every rank of *group*, and return it there.
 
@@ -139,11 +148,23 @@ def broadcast_metadata(
     A group of one rank costs nothing: its one rank is the source, and gets
     *obj* back unchecked.
 
+    What a receiver accepts is what ``metakit.wire.unpack`` accepts: plain
+    data, checked against the fields' annotations, with no pickle unless
+    *allow_pickle* says so on every rank (on the source it lets values that
+    are not plain data travel pickled; on a receiver it lets them be read,
+    see ``metakit.wire.unpack``: only for peers you trust).  *max_bytes*, the
+    same on every rank, bounds what one record may bring (the frame, the
+    header and every buffer together): the source refuses a larger record,
+    and a receiver refuses, before it allocates anything, a frame that
+    declares more.
+
     On the source, a bad record raises ``TypeError`` (naming the field whose
     value cannot be sent) or ``ValueError``, and the other ranks raise
     ``BroadcastError``.  A receiver raises ``BroadcastError`` when it cannot
-    rebuild the record (see ``metakit.wire.unpack``).  Every error is raised
-    after the rank has done its part, so no rank is left waiting.
+    rebuild the record, whatever the bytes that arrived: every length in a
+    frame is checked against what arrived before it is used.  Every error is
+    raised after the rank has done its part, so no rank is left waiting (a
+    frame whose table cannot be read ends a receiver's part there).
     """
     route = _route(dist.group.WORLD if group is None else group, cpu_group)
     source = route.source(src, group_src)
@@ -152,9 +173,9 @@ def broadcast_metadata(
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
         return obj
     if route.rank == source:
-        _send(route, obj, skip_fields)
+        _send(route, obj, skip_fields, allow_pickle is not False, max_bytes)
         return cast(_T, obj)
-    record = _receive(route, source)
+    record = _receive(route, source, allow_pickle, max_bytes)
     if obj is not None:
         raise ValueError(
             f"broadcast_metadata() got a {type(obj).__qualname__} on rank {dist.get_rank()}, which is not the "
@@ -336,20 +357,28 @@ def _aligned(nbytes: int) -> int:
 # --- the source --------------------------------------------------------------
 
 
-def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None) -> None:
+def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None, allow_pickle: bool, max_bytes: int) -> None:
     # Everything that can fail on a bad record happens before the first
     # collective; the receivers then get the error instead of a record.
     try:
         if obj is None:
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
-        outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()")
+        outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle)
+        total = _aligned(_PREFIX.size + len(outgoing.header)) + sum(outgoing.pool_nbytes)
+        total += sum(own.span.numel() for own in outgoing.own)
+        if total > max_bytes:
+            raise ValueError(
+                f"broadcast_metadata(): the record takes {total} bytes, over max_bytes={max_bytes}, "
+                "which every rank must be given the same"
+            )
         # A tensor on another device than its lane's is copied there (a GPU tensor over gloo alone).
         own = [
             (span if span.device == route.lane_devices[lane] else span.to(route.lane_devices[lane]), lane)
             for span, lane in outgoing.own
         ]
     except Exception as error:
-        for work in _send_message(route, _SOURCE_FAILED, f"{type(error).__name__}: {error}".encode(), 0, ()):
+        text = f"{type(error).__name__}: {error}".encode(errors="replace")[:_ERROR_TEXT]
+        for work in _send_message(route, _SOURCE_FAILED, text, 0, ()):
             work.wait()
         raise
     works = _send_message(route, _OK, outgoing.header, outgoing.pool_nbytes[0], outgoing.pools[0])
@@ -397,21 +426,27 @@ def _send_message(
 # --- the receivers -----------------------------------------------------------
 
 
-def _receive(route: _Route, source: int) -> object:
+def _receive(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: int) -> object:
     try:
-        return _receive_with(route, source)
+        return _receive_with(route, source, allow_pickle, max_bytes)
     finally:
         route.recycler.done()
 
 
-def _receive_with(route: _Route, source: int) -> object:
+def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: int) -> object:
     frame_nbytes = route.frame_nbytes
     src = route.header_src[source]
     group = route.lane_groups[0]
     frame = route.recycler.take(frame_nbytes, route.header_device)
     dist.broadcast(frame, group=group, group_src=src)
     host = frame if frame.device.type == "cpu" else frame.cpu()
+    # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
     status, _, header_nbytes, message_nbytes = _PREFIX.unpack(ctypes.string_at(host.data_ptr(), _PREFIX.size))
+    if status not in (_OK, _SOURCE_FAILED) or not _PREFIX.size + header_nbytes <= message_nbytes <= max_bytes:
+        raise _refused(
+            f"a frame arrived whose prefix says status {status}, a header of {header_nbytes} bytes and a message of "
+            f"{message_nbytes}: not a frame of this format within max_bytes={max_bytes}"
+        )
     message = frame
     if message_nbytes > frame_nbytes:
         message = route.recycler.take(message_nbytes, route.header_device)
@@ -421,13 +456,18 @@ def _receive_with(route: _Route, source: int) -> object:
     route.saw(message_nbytes)
     header = ctypes.string_at(host.data_ptr() + _PREFIX.size, header_nbytes)
     if status == _SOURCE_FAILED:
-        raise BroadcastError(
-            f"rank {route.ranks[source]}, the source, could not send its record: {header.decode(errors='replace')}"
-        )
+        text = header[:_ERROR_TEXT].decode(errors="replace")
+        raise BroadcastError(f"rank {route.ranks[source]}, the source, could not send its record: {text}")
     # The table's layout is the same in every format: this rank can take
     # its part in the collectives before it reads the rest.
-    table = buffer_table(header)
+    try:
+        table = buffer_table(header)
+    except WireError as error:
+        raise _refused(str(error)) from None
     pool_offset = _aligned(_PREFIX.size + header_nbytes)
+    problem = _table_problem(table, route, message_nbytes - pool_offset, max_bytes - message_nbytes)
+    if problem:
+        raise _refused(problem)
     buffers = [host[pool_offset : pool_offset + table[0].nbytes]]
     works = [_receive_buffer(route, spec, source, buffers) for spec in table[1:]]
     for work in works:
@@ -435,9 +475,34 @@ def _receive_with(route: _Route, source: int) -> object:
             work.wait()
     # This rank has done its part: what goes wrong from here on concerns it alone.
     try:
-        return unpack_tensors(header, buffers)
+        return unpack_tensors(header, buffers, allow_pickle)
     except WireError as error:
-        raise BroadcastError(f"rank {dist.get_rank()}: {error}") from error
+        raise _refused(str(error)) from None
+    except Exception as error:  # a receiving class's own __init__ is wrapped by unpack; this is a defect of metakit's
+        raise _refused(f"{type(error).__name__}: {error}") from error
+
+
+def _refused(reason: str) -> BroadcastError:
+    return BroadcastError(f"rank {dist.get_rank()}: {reason}")
+
+
+def _table_problem(table: list[BufferSpec], route: _Route, pool_room: int, room: int) -> str:
+    """What is wrong with a buffer table that arrived, or ``""``: checked before anything is allocated.
+
+    The first buffer is the frame's own pool, which must lie inside the
+    message; the rest are received, each over its lane's group, and
+    together must fit in *room* bytes.
+    """
+    if not table:
+        return "a header arrived whose table lists no buffer"
+    lanes = 2 if route.lanes else 1
+    if table[0].lane != 0 or table[0].nbytes > pool_room:
+        return f"the header's first buffer ({table[0]}) does not lie in the frame ({pool_room} bytes are left)"
+    if any(spec.lane >= lanes for spec in table):
+        return f"the header lists a buffer on lane {max(spec.lane for spec in table)}, and this group has {lanes}"
+    if sum(spec.nbytes for spec in table[1:]) > room:
+        return f"the header lists {sum(spec.nbytes for spec in table[1:])} bytes of buffers, over max_bytes"
+    return ""
 
 
 def _receive_buffer(route: _Route, spec: BufferSpec, source: int, buffers: list[torch.Tensor]) -> dist.Work | None:

@@ -18,15 +18,36 @@ views of the buffers it was given::
     meta = wire.unpack(header, buffers)
 
 ``metakit.distributed.broadcast_metadata`` carries the same format over
-``torch.distributed``.
+``torch.distributed``.  The format is described in ``docs/wire-format.md``.
 
 What travels is what the record says should: the fields that its own
 ``asdict_zerocopy()`` returns (an override that leaves some out is honoured),
 less the names in ``skip_fields``, with the values that a custom
 ``__getstate__`` gives where the class defines one.  A field that does not
 travel gets its default, or what ``__post_init__`` makes, on the receiver,
-which rebuilds the record through its class's ``__init__``.  A record inside
-a field value (a model input's attention metadata) travels by the same rules.
+which rebuilds the record through its class's ``__init__``.
+
+**What a peer can do.**  The values that travel are plain data: ``None``,
+``bool``, ``int`` (64-bit), ``float``, ``str``, ``bytes``, lists, tuples and
+dicts of them (keys ``str`` or ``int``), tensors (as bytes), ``torch.dtype``,
+``torch.device`` and records of classes made by ``ZeroCopyFields``, by the
+same rules as the record itself.  The header is msgpack, read by msgspec into
+those types and no others; a class is looked up by name among the live
+classes made by ``ZeroCopyFields``, never imported.  Where a field's
+annotation resolves, its value must match it, on both sides.  Only the
+fields that travel are set, each once, through ``__init__``.  Every tensor's
+dtype comes from a fixed table, and its shape, strides and extent are checked
+against the buffer it lies in before a view of it is made.  So a hostile or
+broken peer can make ``unpack`` raise ``WireError``, and nothing else: no
+code runs, nothing is imported, no memory outside the buffers given is read.
+(Like any receiver, it can still send a record that is valid and wrong.)
+
+**Pickle, an explicit opt-in.**  Any other value is refused by ``pack`` with
+a ``TypeError`` naming the field.  ``pack(..., allow_pickle=True)`` sends such
+values pickled instead, and the receiver reads them only if it says so too:
+``unpack(..., allow_pickle=True)`` unpickles them (finding globals only in
+modules already imported), or ``allow_pickle={"module.Name", ...}`` only
+those globals.  Either trusts the peer: a pickle can run code.
 
 The tensors under 1 MiB share one buffer, each at a 64-byte aligned offset;
 a larger one is a buffer of its own, sent straight from the tensor's memory
@@ -35,38 +56,39 @@ its strides; one with gaps or overlaps (a slice with a step, an ``expand``)
 arrives contiguous.  The same tensor object twice arrives as one object.  A
 tensor whose memory lies within that of a dense tensor sent before it (a
 slice of a parent's ``slot_mapping``) arrives as a view of that tensor's
-memory, with its own strides, and costs no bytes; other tensors arrive with
-memory of their own.
+memory, and costs no bytes.
 
-Only the record's class is looked up by name, and only among the live
-classes made by ``ZeroCopyFields`` (``metakit.zerocopy_classes()``).  The
-values' pickle may refer only to modules the receiver has already imported:
-nothing is ever imported because of what arrives.  This is not a sandbox:
-pickled values can run code, so both sides must trust each other.
-
-This module imports torch, and needs no numpy.
+This module imports torch and msgspec, and needs no numpy.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import inspect
 import io
+import math
 import pickle
+import re
 import struct
 import sys
+import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+import zlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any, Final, NamedTuple, NoReturn
 
+import msgspec
 import torch
 
+from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
+from metakit._wire_types import ANYTHING, FieldChecks, field_checks, mismatch
 
 __all__ = ["FORMAT", "Packed", "WireError", "buffer_count", "pack", "unpack"]
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 """The version of the format; bumped whenever what a header says changes."""
 
 _MAGIC: Final = b"MKW"
@@ -74,9 +96,10 @@ _MAGIC: Final = b"MKW"
 _TABLE_HEAD: Final = struct.Struct("<3sBI")
 """Magic, format and buffer count: the start of every header, in every format.
 
-The buffer table that follows (a ``u64`` size and a ``u8`` lane per buffer)
-keeps its layout in every format too, so that a receiver of another version
-can still take its part in a collective before it says what is wrong.
+The buffer table that follows (a ``u64`` size per buffer, then a ``u8`` lane
+per buffer) keeps its layout in every format too, so that a receiver of
+another version can still take its part in a collective before it says what
+is wrong.
 """
 
 ALIGN: Final = 64
@@ -85,17 +108,103 @@ ALIGN: Final = 64
 OWN_BUFFER: Final = 1 << 20
 """A tensor of this many bytes or more travels as a buffer of its own."""
 
+_MAX_INT: Final = (1 << 64) - 1
+_MIN_INT: Final = -(1 << 63)
+
+# --- the fixed tables --------------------------------------------------------------
+
+_TENSOR_DTYPE_NAMES: Final = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex32",
+    "complex64",
+    "complex128",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    "bits8",
+    "bits16",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+    *(f"int{bits}" for bits in range(1, 8)),
+    *(f"uint{bits}" for bits in range(1, 8)),
+)
+"""The dtypes a tensor may have on the wire, by their code (the index); never reordered, only added to.
+
+Every dtype of torch but the quantized ones, whose values need a scale and
+a zero point that a buffer does not hold.  (torch's sub-byte dtypes take a
+byte per element.)
+"""
+
+_TENSOR_DTYPES: Final[dict[int, torch.dtype]] = {
+    code: getattr(torch, name) for code, name in enumerate(_TENSOR_DTYPE_NAMES) if hasattr(torch, name)
+}
+_TENSOR_DTYPE_CODES: Final = {dtype: code for code, dtype in _TENSOR_DTYPES.items()}
+
+_DTYPES: Final = {str(value)[6:]: value for value in vars(torch).values() if isinstance(value, torch.dtype)}
+"""Every ``torch.dtype`` value by its name (``"float32"``), read once from torch: a dtype *value* travels by name."""
+
+_DEVICE_KINDS: Final = ("cpu", "cuda", "xpu", "mps")
+"""The kinds of device a tensor may come from, by their code."""
+_DEVICE_CODES: Final = {kind: code for code, kind in enumerate(_DEVICE_KINDS)}
+
+_DEVICE_TEXT: Final = re.compile(r"[a-z][a-z0-9_]{0,31}(:[0-9]{1,6})?")
+
+# msgpack extension codes: what a value is, where plain msgpack has no word for it.
+_TENSOR: Final = 1
+_TUPLE: Final = 2
+_RECORD: Final = 3
+_DTYPE: Final = 4
+_DEVICE: Final = 5
+_PICKLE: Final = 6
+_RECORD_AGAIN: Final = 7
+
+_NUMBER: Final = struct.Struct("<I")
+
+_SPEC: Final = struct.Struct("<BBBBIQ")
+"""A tensor's spec, then its shape and strides (``u64`` each): dtype code, flags, ndim, kind, reference, offset."""
+
+_NEW: Final = 0
+"""Bytes of its own, at *offset* of buffer *reference*."""
+_VIEW: Final = 1
+"""A view of tensor *reference*'s bytes (one sent before it, of kind ``_NEW``), *offset* bytes in."""
+_SAME: Final = 2
+"""The very tensor *reference*, sent before it."""
+
+_REQUIRES_GRAD: Final = 1
+_DEVICE_SHIFT: Final = 4
+_KNOWN_FLAGS: Final = _REQUIRES_GRAD | 0xF0
+
+_MAX_DIMS: Final = 64
+_SPECS: Final = [struct.Struct(f"<BBBBIQ{2 * ndim}Q") for ndim in range(_MAX_DIMS + 1)]
+"""The whole spec of a tensor of each number of dimensions."""
+
+_MAX_SIZE: Final = 1 << 62
+"""A size or stride at least this large is one no tensor of this process could have."""
+
 _CARRIERS: Final = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 """An integer dtype of each element size, to copy raw elements of any dtype.
 
-Some dtypes (``torch.uint4``, ``torch.int1``...) have no copy kernel, and a
-copy between two views of the same element size is a plain move of bytes.
+A copy between two views of the same element size is a plain move of bytes,
+and some dtypes (the float8 kinds) have no copy kernel of their own.
 """
 
-_DTYPES: Final = {str(value)[6:]: value for value in vars(torch).values() if isinstance(value, torch.dtype)}
-"""Every dtype of this torch by the name it travels under (``"float32"``)."""
-
-_DTYPE_NAMES: Final = {dtype: name for name, dtype in _DTYPES.items()}
+_encoder: Final = msgspec.msgpack.Encoder()
 
 
 class WireError(RuntimeError):
@@ -119,46 +228,56 @@ class BufferSpec(NamedTuple):
     """Which way it travels: 0 with the header, 1 over a device group (see ``metakit.distributed``)."""
 
 
-class _Body(NamedTuple):
-    """What the pickled part of a header holds (pickled as a plain tuple)."""
-
-    module: str
-    qualname: str
-    fields: tuple[str, ...]
-    """Every field of the class on the sender, to notice classes that differ."""
-    names: tuple[str, ...]
-    """The fields that travel."""
-    values: tuple[Any, ...]
-
-
 # --- what travels --------------------------------------------------------------
 
 
-class _ClassInfo(NamedTuple):
-    """What the sender and the receiver need to know of a record class; computed once per class."""
+class _Codec:
+    """What the sender and the receiver need to know of a record class; made once per class.
 
-    fields: tuple[str, ...]
-    names: frozenset[str]
-    init: frozenset[str]
-    required: frozenset[str]
-    """The ``__init__`` parameters with no default: they must travel."""
+    It holds no reference to the class (it is cached in a weak-key
+    dictionary by the class), and resolves the annotations only when a
+    record of the class first travels.
+    """
 
+    __slots__ = ("_checks", "default_names", "digest", "fields", "init", "name", "position", "required", "travelling")
 
-_class_infos: weakref.WeakKeyDictionary[type, _ClassInfo] = weakref.WeakKeyDictionary()
-
-
-def _class_info(cls: type) -> _ClassInfo:
-    info = _class_infos.get(cls)
-    if info is None:
+    def __init__(self, cls: type) -> None:
         all_fields = fields(cls)
-        parameters = inspect.signature(cls).parameters.values()
-        required = frozenset(
+        self.name = f"{cls.__module__}:{cls.__qualname__}"
+        self.fields = tuple(f.name for f in all_fields)
+        self.position = {name: index for index, name in enumerate(self.fields)}
+        self.digest = zlib.crc32("\n".join(self.fields).encode())
+        self.default_names = tuple(f.name for f in all_fields if not is_omitted(f))
+        self.travelling = frozenset(self.default_names)
+        self.init = frozenset(f.name for f in all_fields if f.init)
+        parameters = _signature(cls).parameters.values()
+        self.required = frozenset(
             p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         )
-        names = tuple(f.name for f in all_fields)
-        info = _ClassInfo(names, frozenset(names), frozenset(f.name for f in all_fields if f.init), required)
-        _class_infos[cls] = info
-    return info
+        self._checks: FieldChecks | None = None
+
+    def checks(self, cls: type) -> FieldChecks:
+        if self._checks is None:
+            self._checks = field_checks(cls)
+        return self._checks
+
+
+def _signature(cls: type) -> inspect.Signature:
+    if sys.version_info >= (3, 14):  # never evaluate the annotations: a name may exist only for type checkers
+        import annotationlib
+
+        return inspect.signature(cls, annotation_format=annotationlib.Format.FORWARDREF)
+    return inspect.signature(cls)
+
+
+_codecs: weakref.WeakKeyDictionary[type, _Codec] = weakref.WeakKeyDictionary()
+
+
+def _codec(cls: type) -> _Codec:
+    codec = _codecs.get(cls)
+    if codec is None:
+        codec = _codecs[cls] = _Codec(cls)
+    return codec
 
 
 _OBJECT_GETSTATE: Final = getattr(object, "__getstate__", None)
@@ -190,35 +309,30 @@ def _check_record(obj: object, caller: str) -> type:
     return cls
 
 
-def travelling(obj: object, skip_fields: Iterable[str] | None, caller: str) -> tuple[type, _Body]:
-    """The class of the record *obj* and what travels of it: names and values, not yet pickled."""
-    cls = _check_record(obj, caller)
-    info = _class_info(cls)
+def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str] | None) -> dict[str, Any]:
+    """The fields of *obj* that travel, and their values."""
     # A fresh set each call: vLLM's FlashInfer override adds its wrappers' names to the one it gets.
     chosen = obj.asdict_zerocopy(None if skip_fields is None else _name_set(skip_fields))  # type: ignore[attr-defined]
     if not isinstance(chosen, dict):
         raise TypeError(f"{cls.__qualname__}.asdict_zerocopy() returned a {type(chosen).__name__}, not a dict")
-    if not info.names.issuperset(chosen):
-        strangers = [name for name in chosen if name not in info.names]
+    if not codec.travelling.issuperset(chosen):
+        strangers = [name for name in chosen if name not in codec.travelling]
         raise TypeError(
-            f"{cls.__qualname__}.asdict_zerocopy() returned {', '.join(map(repr, strangers))}, which "
-            "is not a field: the receiver rebuilds the record from its fields"
+            f"{cls.__qualname__}.asdict_zerocopy() returned {', '.join(map(repr, strangers))}, which is not "
+            "a field or is an OMIT field: the receiver rebuilds the record from its fields that travel"
         )
     getstate = _custom_getstate(cls)
-    if getstate is None:
-        names, values = tuple(chosen), tuple(chosen.values())
-    else:
+    if getstate is not None:
         state = _state_dict(cls, getstate(obj))
-        names = tuple(name for name in chosen if name in state)
-        values = tuple(state[name] for name in names)
-    missing = info.required.difference(names)
+        chosen = {name: state[name] for name in chosen if name in state}
+    missing = codec.required.difference(chosen)
     if missing:
         raise TypeError(
             f"{cls.__qualname__}.__init__ requires {', '.join(sorted(map(repr, missing)))}, which would not travel "
             "(left out by asdict_zerocopy(), skip_fields or __getstate__, or an InitVar): the receiver calls "
             "__init__ with the fields that travel; give it a default"
         )
-    return cls, _Body(cls.__module__, cls.__qualname__, info.fields, names, values)
+    return chosen
 
 
 def _name_set(skip_fields: Iterable[str]) -> set[str]:
@@ -277,143 +391,208 @@ class Outgoing(NamedTuple):
     """The large tensors: buffers ``len(pools)`` on."""
 
 
-def pack_outgoing(obj: object, skip_fields: Iterable[str] | None, lanes: Mapping[str, int], caller: str) -> Outgoing:
+class _Refused(TypeError):
+    """A value that cannot travel; the message says what it is, the caller adds which field."""
+
+
+def pack_outgoing(
+    obj: object,
+    skip_fields: Iterable[str] | None,
+    lanes: Mapping[str, int],
+    caller: str,
+    allow_pickle: bool = False,
+) -> Outgoing:
     """Pack *obj*; the tensors on a device type that *lanes* maps to 1 go in lane 1's buffers, the rest in lane 0's.
 
     Raises ``TypeError`` (naming the field) or ``ValueError`` for a record
     that cannot travel.
     """
-    cls, body = travelling(obj, skip_fields, caller)
-    packer = _Packer(lanes)
-    try:
-        blob = packer.dumps(tuple(body))
-    except Exception as error:
-        raise _field_error(cls, body, lanes, error) from error
+    cls = _check_record(obj, caller)
+    packer = _Packer(lanes, allow_pickle)
+    body = packer.record(obj, cls, skip_fields)
     table = [BufferSpec(nbytes, lane) for lane, nbytes in enumerate(packer.pool_nbytes)]
     table += [BufferSpec(own.span.numel(), own.lane) for own in packer.own]
-    return Outgoing(_table_bytes(table) + blob, packer.pools, packer.pool_nbytes, packer.own)
-
-
-def _field_error(cls: type, body: _Body, lanes: Mapping[str, int], error: Exception) -> TypeError:
-    """The ``TypeError`` that names the first field whose value cannot be sent."""
-    for name, value in zip(body.names, body.values, strict=True):
-        try:
-            _Packer(lanes).dumps(value)
-        except Exception as found:
-            reason = str(found) if isinstance(found, _TensorRefused) else f"{type(found).__name__}: {found}"
-            return TypeError(f"field {name!r} of {cls.__qualname__} cannot be sent: {reason}")
-    return TypeError(f"{cls.__qualname__} cannot be sent: {type(error).__name__}: {error}")
+    return Outgoing(_table_bytes(table) + _encoder.encode(body), packer.pools, packer.pool_nbytes, packer.own)
 
 
 def _table_bytes(table: Sequence[BufferSpec]) -> bytes:
     count = len(table)
-    return _TABLE_HEAD.pack(_MAGIC, FORMAT, count) + struct.pack(
-        f"<{count}Q{count}B", *(spec.nbytes for spec in table), *(spec.lane for spec in table)
+    return _TABLE_HEAD.pack(_MAGIC, FORMAT, count) + _table_struct(count).pack(
+        *[spec.nbytes for spec in table], *[spec.lane for spec in table]
     )
 
 
-class _TensorRefused(TypeError):
-    """A tensor that cannot travel (sparse, quantized, nested, on the meta device)."""
+@functools.cache
+def _table_struct(count: int) -> struct.Struct:
+    """The buffer table of *count* buffers: their sizes, then their lanes."""
+    return struct.Struct(f"<{count}Q{count}B")
 
 
-def _tensor(*spec: object) -> torch.Tensor:
-    """Stands for a tensor in a header's pickle; only ``unpack`` knows the buffers to read it from."""
-    raise WireError("a metakit header can only be read by metakit.wire.unpack")
+_PLAIN: Final = frozenset({int, float, str, bytes, bool, type(None)})
+"""The types msgpack carries as they are (``int`` within 64 bits)."""
 
 
-def _record(*body: object) -> object:
-    """Stands for a record inside a field value in a header's pickle; ``unpack`` rebuilds it."""
-    raise WireError("a metakit header can only be read by metakit.wire.unpack")
+class _Packer:
+    """Turns one record into msgpack-ready values, placing its tensors' bytes in buffers as it goes."""
 
-
-class _Packer(pickle.Pickler):
-    """Pickles the values with each tensor replaced by its spec, and lays out the buffers.
-
-    ``reducer_override`` is called only for objects that are not of the
-    builtin types, so the plain values cost what a plain pickle costs.
-    """
-
-    def __init__(self, lanes: Mapping[str, int]) -> None:
-        self._file = io.BytesIO()
-        super().__init__(self._file, pickle.HIGHEST_PROTOCOL)
+    def __init__(self, lanes: Mapping[str, int], allow_pickle: bool) -> None:
         self.lanes = lanes
+        self.allow_pickle = allow_pickle
         self.pools: list[list[Placement]] = [[], []] if lanes else [[]]
         self.pool_nbytes = [0, 0] if lanes else [0]
         self.own: list[OwnBuffer] = []
-        self.regions: dict[tuple[str, int, int], list[_Region]] = {}
+        self.sent: dict[int, tuple[int, torch.Tensor]] = {}
+        """The tensors sent so far, by ``id``: their number, and the tensor itself, to keep its ``id`` taken.
 
-    def dumps(self, value: object) -> bytes:
-        self.dump(value)
-        return self._file.getvalue()
+        Its length is the number of the next tensor: a tensor sent again takes
+        a number too, under a negative key that no ``id`` can be.
+        """
+        self.records: dict[int, tuple[int, object]] = {}
+        """The records inside field values sent so far, by ``id``: their number, and the record."""
+        self.regions: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+        """The dense tensors whose bytes travel as they lie, by storage: their address, size and number."""
 
-    def reducer_override(self, obj: object) -> Any:
-        if isinstance(obj, torch.Tensor):
-            return _tensor, self._place(obj)
-        if isinstance(type(obj), ZeroCopyFields) and is_dataclass(obj) and not isinstance(obj, type):
-            # A record inside a field value (a model input's attention metadata)
-            # travels by the same rules as the record itself.
-            _, body = travelling(obj, None, "a record inside a field value")
-            return _record, tuple(body)
-        return NotImplemented
+    def record(self, obj: object, cls: type, skip_fields: Iterable[str] | None) -> list[Any]:
+        """The body of one record: ``[class, digest, names, values]``."""
+        codec = _codec(cls)
+        chosen = _travelling(obj, cls, codec, skip_fields)
+        checks = codec.checks(cls).checks
+        values: list[Any] = []
+        append = values.append
+        for name, value in chosen.items():
+            if not checks[name](value):
+                raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
+            kind = type(value)
+            if kind in _PLAIN and kind is not int:
+                append(value)
+                continue
+            try:
+                append(self.tensor(value) if kind is torch.Tensor else self.value(value))
+            except _Refused as error:
+                raise TypeError(f"field {name!r} of {cls.__qualname__} cannot be sent ($.{name}): {error}") from None
+        if len(chosen) == len(codec.default_names) and tuple(chosen) == codec.default_names:
+            return [codec.name, codec.digest, None, values]
+        return [codec.name, codec.digest, [codec.position[name] for name in chosen], values]
 
-    def _place(self, tensor: torch.Tensor) -> tuple[object, ...]:
-        device = tensor.device.type
-        if tensor.layout is not torch.strided or tensor.is_nested or tensor.is_quantized or device == "meta":
+    def value(self, value: object) -> Any:
+        kind = type(value)
+        if kind in _PLAIN:
+            if kind is int and not _MIN_INT <= value <= _MAX_INT:  # type: ignore[operator]
+                raise _Refused(f"the int {value} does not fit in 64 bits")
+            return value
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if kind is list:
+            return [self.value(item) for item in value]  # type: ignore[attr-defined]
+        if kind is tuple:
+            return msgspec.msgpack.Ext(_TUPLE, _encoder.encode([self.value(item) for item in value]))  # type: ignore[attr-defined]
+        if kind is dict:
+            return self.dict(value)  # type: ignore[arg-type]
+        return self.other(value, kind)
+
+    def dict(self, value: dict[Any, Any]) -> dict[str | int, Any]:
+        for key in value:
+            if type(key) is not str and type(key) is not int:
+                raise _Refused(f"a dict key of type {type(key).__qualname__} cannot travel (only str and int)")
+        return {key: self.value(item) for key, item in value.items()}
+
+    def other(self, value: object, kind: type) -> Any:
+        """A value that msgpack has no word for: a dtype, a device, a record, or a pickle if allowed."""
+        if kind is torch.dtype:
+            return msgspec.msgpack.Ext(_DTYPE, str(value)[6:].encode())
+        if kind is torch.device:
+            return msgspec.msgpack.Ext(_DEVICE, str(value).encode())
+        if isinstance(kind, ZeroCopyFields) and is_dataclass(value):
+            # A record inside a field value (a model input's attention
+            # metadata) travels by the same rules as the record itself, and
+            # one record object twice arrives as one object.  Records are
+            # numbered once their body is written, as the receiver numbers
+            # them once it has rebuilt them.
+            sent = self.records.get(id(value))
+            if sent is not None:
+                return msgspec.msgpack.Ext(_RECORD_AGAIN, _NUMBER.pack(sent[0]))
+            try:
+                body = _encoder.encode(self.record(value, kind, None))
+            except TypeError as error:
+                raise _Refused(f"a record inside it: {error}") from None
+            self.records[id(value)] = (len(self.records), value)
+            return msgspec.msgpack.Ext(_RECORD, body)
+        if self.allow_pickle:
+            return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+        raise _Refused(
+            f"a value of type {kind.__module__}.{kind.__qualname__} is not plain data (None, bool, int, float, "
+            "str, bytes, lists, tuples and dicts of them, tensors, torch.dtype, torch.device, records); "
+            "send it pickled with allow_pickle=True on both sides if the peers trust each other, or leave it "
+            "out with skip_fields, an asdict_zerocopy() override or __getstate__"
+        )
+
+    def tensor(self, tensor: torch.Tensor) -> msgspec.msgpack.Ext:
+        """The spec of *tensor*; its bytes are placed in a buffer, unless it is a view of bytes placed before."""
+        index = len(self.sent)
+        sent = self.sent.setdefault(id(tensor), (index, tensor))
+        if sent[0] != index:
+            self.sent[-index - 1] = sent  # a placeholder, so that the next tensor gets the next number
+            return msgspec.msgpack.Ext(_TENSOR, _SPECS[0].pack(0, 0, 0, _SAME, sent[0], 0))
+        code = _TENSOR_DTYPE_CODES.get(tensor.dtype)
+        device = "cuda" if tensor.is_cuda else "cpu" if tensor.is_cpu else tensor.device.type
+        if code is None or tensor.layout is not torch.strided or tensor.is_nested or device not in _DEVICE_CODES:
             _refuse(tensor)
-        lane = self.lanes.get(device, 0) if self.lanes else 0
-        shape = tuple(tensor.shape)
-        strides = tuple(tensor.stride())
-        itemsize = tensor.element_size()
-        nbytes = tensor.numel() * itemsize
+        shape = tensor.shape
+        strides = tensor.stride()
+        ndim = len(shape)
+        nbytes = tensor.nbytes
+        flags = _DEVICE_CODES[device] << _DEVICE_SHIFT | tensor.requires_grad
+        if not nbytes:
+            return msgspec.msgpack.Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _NEW, 0, 0, *shape, *strides))
         address = tensor.data_ptr()
-        storage = (device, tensor.get_device(), address - int(tensor.storage_offset()) * itemsize)
+        storage = (device, address - int(tensor.storage_offset()) * tensor.itemsize)
         exact = not tensor.is_conj() and not tensor.is_neg()
-        if nbytes and exact and storage in self.regions:
-            inside = self._inside(self.regions[storage], address, _extent(shape, strides, itemsize), itemsize)
-            if inside is not None:
-                buffer, offset = inside
-                return _DTYPE_NAMES[tensor.dtype], shape, strides, buffer, offset, tensor.requires_grad, device
+        regions = self.regions.get(storage)
+        if regions is not None and exact and _no_overlap(shape, strides):
+            view = self.view(regions, address, shape, strides, tensor.itemsize)
+            if view is not None:
+                start, offset = view
+                spec = _SPECS[ndim].pack(code, flags, ndim, _VIEW, start, offset, *shape, *strides)
+                return msgspec.msgpack.Ext(_TENSOR, spec)
         dense = tensor.is_contiguous() or _is_dense(shape, strides)
-        buffer, offset = self._next_place(lane, nbytes)
+        lane = self.lanes.get(device, 0) if self.lanes else 0
         if not dense:
             strides = _contiguous_strides(shape)
-        elif exact and nbytes:
+        elif exact:
             # Its bytes travel as they lie in memory: a later view of them can point into them.
-            self.regions.setdefault(storage, []).append(_Region(address, nbytes, buffer, offset))
+            if regions is None:
+                self.regions[storage] = [(address, nbytes, index)]
+            else:
+                regions.append((address, nbytes, index))
         if nbytes >= OWN_BUFFER:
+            buffer, offset = len(self.pools) + len(self.own), 0
             self.own.append(OwnBuffer(_span(tensor) if dense else _span(_plain(tensor).contiguous()), lane))
         else:
-            self.pools[lane].append(Placement(tensor, offset, nbytes, strides, dense and device == "cpu" and exact))
-            self.pool_nbytes[lane] = -(-(offset + nbytes) // ALIGN) * ALIGN
-        return _DTYPE_NAMES[tensor.dtype], shape, strides, buffer, offset, tensor.requires_grad, device
-
-    def _next_place(self, lane: int, nbytes: int) -> tuple[int, int]:
-        """The buffer and offset of the next tensor of *nbytes* in *lane* that travels on its own."""
-        if nbytes >= OWN_BUFFER:
-            return len(self.pools) + len(self.own), 0
-        return lane, -(-self.pool_nbytes[lane] // ALIGN) * ALIGN
+            buffer = lane
+            offset = self.pool_nbytes[lane]
+            self.pools[lane].append(Placement(tensor, offset, nbytes, strides, dense and exact and device == "cpu"))
+            self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
+        spec = _SPECS[ndim].pack(code, flags, ndim, _NEW, buffer, offset, *shape, *strides)
+        return msgspec.msgpack.Ext(_TENSOR, spec)
 
     @staticmethod
-    def _inside(regions: list[_Region], address: int, extent: int, itemsize: int) -> tuple[int, int] | None:
-        """The buffer and offset of a tensor whose memory lies in one of *regions*, already on the wire."""
-        for region in regions:
-            offset = region.offset + address - region.address
-            if (
-                region.address <= address
-                and address + extent <= region.address + region.nbytes
-                and not offset % itemsize
-            ):
-                return region.buffer, offset
+    def view(
+        regions: list[tuple[int, int, int]], address: int, shape: torch.Size, strides: tuple[int, ...], itemsize: int
+    ) -> tuple[int, int] | None:
+        """The tensor whose bytes, sent before, hold those of a view, and the view's offset in them; or ``None``."""
+        extent = _extent(shape, strides, itemsize)
+        for start, nbytes, index in regions:
+            offset = address - start
+            if offset >= 0 and offset + extent <= nbytes and not offset % itemsize:
+                return index, offset
         return None
 
 
-class _Region(NamedTuple):
-    """Memory whose bytes travel as they lie: a view of it travels as a view of them."""
-
-    address: int
-    nbytes: int
-    buffer: int
-    offset: int
+def _pickled(value: object) -> bytes:
+    try:
+        return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    except Exception as error:
+        raise _Refused(f"it cannot be pickled: {type(error).__name__}: {error}") from None
 
 
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
@@ -424,14 +603,25 @@ def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> 
 def _refuse(tensor: torch.Tensor) -> NoReturn:
     """Raise the error that says why *tensor* cannot travel."""
     if tensor.is_nested:
-        raise _TensorRefused("a nested tensor cannot travel; send its components")
+        raise _Refused("a nested tensor cannot travel; send its components")
     if tensor.layout != torch.strided:
-        raise _TensorRefused(f"a tensor of layout {tensor.layout} cannot travel; only strided tensors do")
+        raise _Refused(f"a tensor of layout {tensor.layout} cannot travel; only strided tensors do")
     if tensor.is_quantized:
-        raise _TensorRefused("a quantized tensor cannot travel; send its int_repr() and its quantization")
+        raise _Refused("a quantized tensor cannot travel; send its int_repr() and its quantization")
     if tensor.is_meta:
-        raise _TensorRefused("a tensor on the meta device has no data to send")
-    raise _TensorRefused(f"a tensor on {tensor.device} cannot travel")
+        raise _Refused("a tensor on the meta device has no data to send")
+    if tensor.dtype not in _TENSOR_DTYPE_CODES:
+        raise _Refused(f"a tensor of dtype {tensor.dtype} cannot travel")
+    raise _Refused(f"a tensor on {tensor.device} cannot travel")
+
+
+def _dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """``_is_dense``, with the usual one and two dimensions first: it runs for every tensor that arrives."""
+    if len(shape) == 1:
+        return strides[0] == 1 or shape[0] == 1
+    if len(shape) == 2 and strides[1] == 1 and (strides[0] == shape[1] or shape[0] == 1):
+        return True
+    return _is_dense(shape, strides)
 
 
 def _is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -443,6 +633,20 @@ def _is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
         if stride != expected:
             return False
         expected *= size
+    return True
+
+
+def _no_overlap(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether no two elements share memory, by the simple rule that each stride clears the dimensions below it.
+
+    Gaps are allowed (a slice with a step), overlaps are not (an ``expand``).
+    A view that passes reads no more elements than its extent holds bytes.
+    """
+    reach = 1
+    for stride, size in sorted((stride, size) for size, stride in zip(shape, strides, strict=True) if size != 1):
+        if stride < reach:
+            return False
+        reach = stride * size
     return True
 
 
@@ -475,13 +679,14 @@ def fill(buffer: torch.Tensor, placements: Iterable[Placement]) -> None:
     host = buffer.device.type == "cpu"
     base = buffer.data_ptr()
     for placement in placements:
-        if not placement.nbytes:
-            continue
         if host and placement.raw:
             ctypes.memmove(base + placement.offset, placement.tensor.data_ptr(), placement.nbytes)
             continue
         source = _plain(placement.tensor)
-        target = _view(buffer, source.dtype, tuple(source.shape), placement.strides, placement.offset)
+        typed = buffer.view(source.dtype)
+        target = typed.as_strided(
+            tuple(source.shape), placement.strides, typed.storage_offset() + placement.offset // source.element_size()
+        )
         carrier = _CARRIERS.get(source.element_size())
         if carrier is None:  # complex128: 16 bytes, and a copy kernel of its own
             target.copy_(source)
@@ -489,15 +694,7 @@ def fill(buffer: torch.Tensor, placements: Iterable[Placement]) -> None:
             target.view(carrier).copy_(source.view(carrier))
 
 
-def _view(
-    buffer: torch.Tensor, dtype: torch.dtype, shape: tuple[int, ...], strides: tuple[int, ...], offset: int
-) -> torch.Tensor:
-    """The tensor at byte *offset* of the ``uint8`` tensor *buffer*: a view of it."""
-    typed = buffer.view(dtype)
-    return typed.as_strided(shape, strides, typed.storage_offset() + offset // dtype.itemsize)
-
-
-def pack(obj: object, *, skip_fields: Iterable[str] | None = None) -> Packed:
+def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle: bool = False) -> Packed:
     """The record *obj*, an instance of a dataclass made by ``ZeroCopyFields``, as a header and buffers.
 
     The first buffer holds the tensors under 1 MiB (a new ``bytearray``),
@@ -506,10 +703,13 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None) -> Packed:
     the CPU first).  *skip_fields* leaves more fields out, as in
     ``asdict_zerocopy``.
 
-    A record that cannot travel raises ``TypeError`` naming the field (a
-    value that cannot be pickled, a sparse tensor) or the reason.
+    A value that is not plain data (see the module's docstring) raises
+    ``TypeError`` naming the field, unless *allow_pickle* sends it pickled
+    (the receiver must opt in too).  So does a value that does not match its
+    field's annotation, and a tensor that cannot travel (sparse, quantized,
+    nested, on the meta device).
     """
-    outgoing = pack_outgoing(obj, skip_fields, {}, "metakit.wire.pack()")
+    outgoing = pack_outgoing(obj, skip_fields, {}, "metakit.wire.pack()", allow_pickle)
     (placements,) = outgoing.pools
     (nbytes,) = outgoing.pool_nbytes
     shared = bytearray(nbytes)
@@ -530,17 +730,21 @@ def _memoryview(span: torch.Tensor) -> memoryview:
 
 
 def buffer_table(header: bytes | bytearray | memoryview) -> list[BufferSpec]:
-    """The sizes and lanes of the buffers that travel with *header*, read without unpickling it.
+    """The sizes and lanes of the buffers that travel with *header*, read without reading the rest.
 
     This part has the same layout in every format.
     """
     try:
         magic, _, count = _TABLE_HEAD.unpack_from(header)
-        if magic != _MAGIC:
-            raise WireError("this is not a metakit header")
-        values = struct.unpack_from(f"<{count}Q{count}B", header, _TABLE_HEAD.size)
     except struct.error:
         raise WireError("the header is cut short") from None
+    if magic != _MAGIC:
+        raise WireError("this is not a metakit header")
+    if _TABLE_HEAD.size + 9 * count > len(header):
+        raise WireError(f"the header lists {count} buffers, but is cut short before their table ends")
+    values = (_table_struct(count) if count < 64 else struct.Struct(f"<{count}Q{count}B")).unpack_from(
+        header, _TABLE_HEAD.size
+    )
     return [BufferSpec(nbytes, lane) for nbytes, lane in zip(values[:count], values[count:], strict=True)]
 
 
@@ -549,42 +753,61 @@ def buffer_count(header: bytes | bytearray | memoryview) -> int:
     return len(buffer_table(header))
 
 
-def unpack(header: bytes | bytearray | memoryview, buffers: Sequence[Any]) -> object:
+AllowPickle = bool | Collection[str]
+"""``unpack``'s *allow_pickle*: ``False``, ``True``, or the ``"module.qualname"`` of each global a pickle may use."""
+
+
+def unpack(
+    header: bytes | bytearray | memoryview, buffers: Sequence[Any], *, allow_pickle: AllowPickle = False
+) -> object:
     """The record that ``pack`` turned into *header* and *buffers*.
 
     *buffers* are bytes-like objects (``bytearray``, ``memoryview``,
-    ``bytes``...) or ``uint8`` tensors.  The record's tensors are views of
-    them: no copy, as long as a buffer is writable; a read-only one (such as
-    ``bytes``) is copied once, since tensors may be written to.  A tensor
-    that was on a GPU arrives on this process's current device of that kind.
+    ``bytes``...) or contiguous 1-D ``uint8`` tensors.  The record's tensors
+    are views of them: no copy, as long as a buffer is writable; a read-only
+    one (such as ``bytes``) is copied once, since tensors may be written to.
+    A tensor that was on a GPU arrives on this process's current device of
+    that kind.
 
-    Raises ``WireError`` when the record cannot be rebuilt here: no class or
-    more than one class made by ``ZeroCopyFields`` bears the name that
-    arrived, the class has other fields here, a value refers to a module
-    this process has not imported, or the buffers do not match the header.
+    Nothing that arrives runs code or imports a module (see the module's
+    docstring).  Pickled values are refused unless *allow_pickle* is
+    ``True`` (trust the peer: globals from modules already imported) or a
+    collection of the ``"module.qualname"`` names of the globals a pickle
+    may use.
+
+    Raises ``WireError`` when the record cannot be rebuilt here: the bytes do
+    not follow the format, no class or more than one class made by
+    ``ZeroCopyFields`` bears the name that arrived, the class has other
+    fields here, a value does not match its field's annotation, a tensor
+    does not lie within its buffer, or ``__init__`` refuses the values.
     """
     table = buffer_table(header)
     if len(buffers) != len(table):
         raise WireError(f"the header lists {len(table)} buffers, but {len(buffers)} were given")
-    tensors = [_as_tensor(buffer) for buffer in buffers]
+    tensors = [_as_tensor(index, buffer) for index, buffer in enumerate(buffers)]
     for index, (tensor, spec) in enumerate(zip(tensors, table, strict=True)):
         if tensor.numel() != spec.nbytes:
             raise WireError(f"buffer {index} holds {tensor.numel()} bytes, but the header says {spec.nbytes}")
-    return unpack_tensors(header, tensors)
+    return unpack_tensors(header, tensors, allow_pickle)
 
 
-def _as_tensor(buffer: Any) -> torch.Tensor:
+def _as_tensor(index: int, buffer: Any) -> torch.Tensor:
     if isinstance(buffer, torch.Tensor):
         if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not buffer.is_contiguous():
-            raise WireError("a buffer given as a tensor must be a contiguous 1-D uint8 tensor")
+            raise WireError(f"buffer {index} is a tensor, but not a contiguous 1-D uint8 tensor")
         return buffer
-    view = memoryview(buffer).cast("B")
+    try:
+        view = memoryview(buffer).cast("B")
+    except TypeError as error:
+        raise WireError(f"buffer {index} is not a bytes-like object or a uint8 tensor: {error}") from None
     if not view.nbytes:
         return torch.empty(0, dtype=torch.uint8)
     return torch.frombuffer(bytearray(view) if view.readonly else view, dtype=torch.uint8)
 
 
-def unpack_tensors(header: bytes | bytearray | memoryview, buffers: Sequence[torch.Tensor]) -> object:
+def unpack_tensors(
+    header: bytes | bytearray | memoryview, buffers: Sequence[torch.Tensor], allow_pickle: AllowPickle = False
+) -> object:
     """``unpack`` for buffers that are already ``uint8`` tensors, checked against the table."""
     _, version, count = _TABLE_HEAD.unpack_from(header)
     if version != FORMAT:
@@ -592,79 +815,294 @@ def unpack_tensors(header: bytes | bytearray | memoryview, buffers: Sequence[tor
             f"a header of format {version} arrived, and this metakit reads only format {FORMAT}: "
             "do both sides run the same version of metakit?"
         )
-    start = _TABLE_HEAD.size + 9 * count  # a u64 and a u8 per buffer
-    unpickler = _Unpacker(memoryview(header)[start:], buffers)
+    reader = _Reader(buffers, allow_pickle)
+    outer = getattr(_reading, "reader", None)  # an __init__ of a record that unpacks another record
+    _reading.reader = reader
     try:
-        body = _Body._make(unpickler.load())
-    except WireError:
-        raise
-    except Exception as error:
-        raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from error
-    return _rebuild(body)
+        body = reader.decode(memoryview(header)[_TABLE_HEAD.size + 9 * count :])
+        return reader.record(body, "$")
+    finally:
+        _reading.reader = outer
 
 
-class _Unpacker(pickle.Unpickler):
-    """Reads the values back, building each tensor as a view of the buffer it was placed in.
+_reading: Final = threading.local()
+"""The ``_Reader`` of the header this thread is reading: the one decoder's extension hook works for it."""
 
-    It finds classes and functions only in modules this process has already
-    imported, and never imports one.
-    """
 
-    def __init__(self, blob: memoryview, buffers: Sequence[torch.Tensor]) -> None:
-        super().__init__(io.BytesIO(blob))
-        # Not a method of this object: the memo holds what find_class returns,
-        # and a cycle through it would keep the buffers alive until the
-        # collector runs (metakit.distributed reuses buffers once free).
-        self.tensors = _TensorMaker(buffers)
+def _extension(code: int, data: memoryview) -> Any:
+    if code == _TENSOR:
+        return _reading.reader.tensor(data)
+    return _reading.reader.extension(code, data)
+
+
+_decoder: Final = msgspec.msgpack.Decoder(ext_hook=_extension)
+
+
+class _Reader:
+    """Reads one header: msgpack into plain values, each tensor a checked view of the buffer it lies in."""
+
+    def __init__(self, buffers: Sequence[torch.Tensor], allow_pickle: AllowPickle) -> None:
+        self.buffers = buffers
+        self.sizes = [buffer.numel() for buffer in buffers]
+        self.allow_pickle = allow_pickle
+        self.tensors: list[torch.Tensor] = []
+        self.regions: dict[int, tuple[int, int, int, str]] = {}
+        self.records: list[object] = []
+        """The records inside field values, in the order they were rebuilt."""
+        """The tensors that sent bytes of their own, by number: their buffer, offset, size and device."""
+        self.ends = [0] * len(buffers)
+        """Where the bytes of the last tensor placed in each buffer end: the next one starts there or later."""
+        self.typed: dict[tuple[int, str, torch.dtype], tuple[torch.Tensor, int]] = {}
+        """Each buffer as elements of each dtype, on each kind of device, and its storage offset in them."""
+
+    @staticmethod
+    def decode(data: memoryview | bytes) -> Any:
+        try:
+            return _decoder.decode(data)
+        except WireError:
+            raise
+        except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
+            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
+
+    def extension(self, code: int, data: memoryview) -> Any:  # noqa: PLR0911  # one return per kind of value
+        if code == _TENSOR:
+            return self.tensor(data)
+        if code == _TUPLE:
+            items = self.decode(data)
+            if type(items) is not list:
+                raise WireError("a tuple arrived that is not an array")
+            return tuple(items)
+        if code == _RECORD:
+            record = self.record(self.decode(data), "a record inside a field value")
+            self.records.append(record)
+            return record
+        if code == _RECORD_AGAIN:
+            number = _NUMBER.unpack(data)[0] if len(data) == _NUMBER.size else len(self.records)
+            if number >= len(self.records):
+                raise WireError(f"a record is said to be record {number} again, which did not arrive before it")
+            return self.records[number]
+        if code == _DTYPE:
+            dtype = _DTYPES.get(bytes(data).decode("ascii", "replace"))
+            if dtype is None:
+                raise WireError(f"a torch.dtype arrived that this torch does not have: {bytes(data[:40])!r}")
+            return dtype
+        if code == _DEVICE:
+            return _device(bytes(data))
+        if code == _PICKLE:
+            return self.unpickle(data)
+        raise WireError(f"a value of an unknown kind ({code}) arrived")
+
+    def unpickle(self, data: memoryview) -> Any:
+        if self.allow_pickle is False:
+            raise WireError(
+                "a pickled value arrived, and this receiver does not read pickles: pass allow_pickle=True "
+                "(or the names of the globals it may use) only if you trust the sender, since a pickle can run code"
+            )
+        try:
+            return _Unpickler(data, self.allow_pickle).load()
+        except WireError:
+            raise
+        except Exception as error:
+            raise WireError(f"a pickled value cannot be read: {type(error).__name__}: {error}") from None
+
+    def tensor(self, data: memoryview) -> torch.Tensor:
+        index = len(self.tensors)
+        ndim = data[2] if len(data) > 2 else -1
+        if not 0 <= ndim <= _MAX_DIMS or len(data) != _SPECS[ndim].size:
+            raise WireError(f"tensor {index}'s spec is not {ndim} dimensions long")
+        spec = _SPECS[ndim].unpack_from(data)
+        code, flags, _, kind, reference, offset = spec[:6]
+        if kind == _SAME:
+            return self.same(index, reference, spec)
+        shape, strides = spec[6 : 6 + ndim], spec[6 + ndim :]
+        dtype = _TENSOR_DTYPES.get(code)
+        if dtype is None or flags & ~_KNOWN_FLAGS or flags >> _DEVICE_SHIFT >= len(_DEVICE_KINDS):
+            raise WireError(f"tensor {index} has a dtype code ({code}) or flags ({flags}) that are not in the tables")
+        device = _DEVICE_KINDS[flags >> _DEVICE_SHIFT]
+        itemsize = dtype.itemsize
+        nbytes = math.prod(shape) * itemsize
+        if not nbytes or max(spec) >= _MAX_SIZE:
+            return self.empty(index, device, dtype, shape, strides, flags)
+        if kind == _NEW:
+            buffer = reference
+            if buffer >= len(self.buffers) or offset < self.ends[buffer]:
+                raise WireError(f"tensor {index} lies in buffer {buffer}, not after the tensors before it there")
+            if not _dense(shape, strides):
+                raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
+            end = self.ends[buffer] = offset + nbytes
+            self.regions[index] = (buffer, offset, nbytes, device)
+        else:
+            buffer, offset, end = self.view_of(index, kind, reference, offset, device, shape, strides, itemsize)
+        if offset % itemsize or end > self.sizes[buffer]:
+            raise WireError(
+                f"tensor {index} of dtype {dtype} lies at bytes {offset} to {end} of buffer {buffer}, "
+                f"which holds {self.sizes[buffer]}: not inside it, or not at a multiple of {itemsize}"
+            )
+        typed = self.typed.get((buffer, device, dtype))
+        if typed is None:
+            typed = self._typed(buffer, device, dtype)
+        tensor = typed[0].as_strided(shape, strides, typed[1] + offset // itemsize)
+        if flags & _REQUIRES_GRAD:
+            _require_grad(index, tensor)
+        self.tensors.append(tensor)
+        return tensor
+
+    def same(self, index: int, reference: int, spec: tuple[int, ...]) -> torch.Tensor:
+        """The tensor *reference* again: a tensor object that was sent twice."""
+        if reference >= index or any(spec[:3]) or spec[5] or len(spec) != 6:
+            raise WireError(f"tensor {index} is said to be tensor {reference}, which did not arrive before it")
+        self.tensors.append(self.tensors[reference])
+        return self.tensors[reference]
+
+    def view_of(  # noqa: PLR0917  # the parts of a spec, already unpacked
+        self,
+        index: int,
+        kind: int,
+        reference: int,
+        offset: int,
+        device: str,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        itemsize: int,
+    ) -> tuple[int, int, int]:
+        """The buffer, offset and end of a view of the bytes of tensor *reference*, sent before it."""
+        region = self.regions.get(reference)
+        if kind != _VIEW or region is None:
+            raise WireError(f"tensor {index} is said to be a view of tensor {reference}, which sent no bytes")
+        buffer, start, parent_nbytes, parent_device = region
+        extent = _extent(shape, strides, itemsize)
+        if not _no_overlap(shape, strides) or offset + extent > parent_nbytes or device != parent_device:
+            raise WireError(f"tensor {index} is said to be a view of tensor {reference}, but lies outside it")
+        return buffer, start + offset, start + offset + extent
+
+    def empty(  # noqa: PLR0917  # the parts of a spec, already unpacked
+        self, index: int, device: str, dtype: torch.dtype, shape: tuple[int, ...], strides: tuple[int, ...], flags: int
+    ) -> torch.Tensor:
+        """A tensor with no elements, which lies in no buffer; or the error for sizes out of range."""
+        if max(shape + strides, default=0) >= _MAX_SIZE:
+            raise WireError(f"tensor {index} has a size or stride out of range: {shape}, {strides}")
+        try:
+            tensor = torch.empty_strided(shape, strides, dtype=dtype, device=local_device(device))
+        except RuntimeError as error:  # sizes whose product does not fit torch's int64
+            raise WireError(f"tensor {index} of shape {shape} cannot be made here: {error}") from None
+        if flags & _REQUIRES_GRAD:
+            _require_grad(index, tensor)
+        self.tensors.append(tensor)
+        return tensor
+
+    def _typed(self, index: int, device: str, dtype: torch.dtype) -> tuple[torch.Tensor, int]:
+        """Buffer *index* as *dtype* elements on this process's current *device*: moved there once, if it must be."""
+        buffer = self.buffers[index]
+        if buffer.device.type != device:
+            moved = self.typed.get((index, device, torch.uint8))
+            buffer = moved[0] if moved is not None else buffer.to(local_device(device))
+            self.typed[index, device, torch.uint8] = (buffer, int(buffer.storage_offset()))
+        if buffer.storage_offset() % dtype.itemsize:
+            raise WireError(f"buffer {index} does not start at a multiple of {dtype.itemsize} in its memory")
+        typed = buffer[: buffer.numel() - buffer.numel() % dtype.itemsize].view(dtype)
+        self.typed[index, device, dtype] = (typed, int(typed.storage_offset()))
+        return self.typed[index, device, dtype]
+
+    def record(self, body: Any, where: str) -> object:
+        """Rebuild one record from its body, ``[class, digest, names, values]``."""
+        if type(body) is not list or len(body) != 4:
+            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
+        name, digest, positions, values = body
+        if type(name) is not str or type(digest) is not int or type(values) is not list:
+            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
+        module, colon, qualname = name.partition(":")
+        if not colon:
+            raise WireError(f"{where}: the class name {name[:200]!r} is not module:qualname")
+        cls = resolve(module, qualname)
+        codec = _codec(cls)
+        if digest != codec.digest:
+            raise WireError(
+                f"{qualname} has the fields {codec.fields} here, but the sender's differ: "
+                "do both sides run the same code?"
+            )
+        names = codec.default_names if positions is None else self._names(codec, positions, qualname)
+        if len(values) != len(names):
+            raise WireError(f"{qualname}: {len(names)} fields travel, but {len(values)} values arrived")
+        checks = codec.checks(cls)
+        for field_name, value in zip(names, values, strict=True):
+            if not _plain_keys(value):
+                raise WireError(f"{qualname}: a dict with a key that is not a str or an int, at `$.{field_name}`")
+            if checks.checks[field_name] is not ANYTHING and not checks.checks[field_name](value):
+                raise WireError(f"{qualname}: {mismatch(checks, field_name, value)}")
+        arguments = dict(zip(names, values, strict=True))
+        later = [name for name in names if name not in codec.init]
+        for name in later:
+            del arguments[name]
+        try:
+            record = cls(**arguments)
+        except Exception as error:
+            raise WireError(f"{qualname}(...) raised {type(error).__name__}: {error}") from None
+        for name in later:
+            # Frozen classes refuse setattr; their own __init__ uses this too.
+            object.__setattr__(record, name, values[names.index(name)])
+        return record
+
+    @staticmethod
+    def _names(codec: _Codec, positions: object, qualname: str) -> tuple[str, ...]:
+        if type(positions) is not list or not all(type(p) is int and 0 <= p < len(codec.fields) for p in positions):
+            raise WireError(f"{qualname}: the fields that travel are not a list of field numbers")
+        names = tuple(codec.fields[p] for p in positions)
+        if len(set(names)) != len(names):
+            raise WireError(f"{qualname}: a field arrived twice")
+        strangers = [name for name in names if name not in codec.travelling]
+        if strangers:
+            raise WireError(f"{qualname}: the field {strangers[0]!r} never travels (an OMIT field), but arrived")
+        return names
+
+
+def _require_grad(index: int, tensor: torch.Tensor) -> None:
+    if not (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        raise WireError(f"tensor {index} is said to require grad, but its dtype {tensor.dtype} cannot")
+    tensor.requires_grad_()
+
+
+def _plain_keys(value: object) -> bool:
+    """Whether every dict in *value* has only ``str`` and ``int`` keys (msgpack allows other keys)."""
+    kind = type(value)
+    if kind is dict:
+        return all(
+            (type(key) is str or type(key) is int) and _plain_keys(item)
+            for key, item in value.items()  # type: ignore[attr-defined]
+        )
+    if kind is list or kind is tuple:
+        return all(map(_plain_keys, value))  # type: ignore[call-overload]
+    return True
+
+
+def _device(text: bytes) -> torch.device:
+    try:
+        decoded = text.decode("ascii")
+    except UnicodeDecodeError:
+        decoded = ""
+    if not _DEVICE_TEXT.fullmatch(decoded):
+        raise WireError(f"a torch.device arrived that is not one: {text[:40]!r}")
+    try:
+        return torch.device(decoded)
+    except RuntimeError:
+        raise WireError(f"a torch.device arrived that this torch does not know: {decoded!r}") from None
+
+
+class _Unpickler(pickle.Unpickler):
+    """Reads a pickled value that the receiver opted in to; never imports a module."""
+
+    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
+        super().__init__(io.BytesIO(data))
+        self.allowed = allowed
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
-        if module_name == __name__ and global_name in {"_tensor", "_record"}:
-            return self.tensors.make if global_name == "_tensor" else _rebuild_nested
+        if self.allowed is not True and f"{module_name}.{global_name}" not in self.allowed:  # type: ignore[operator]
+            raise WireError(f"a pickled value refers to {module_name}.{global_name}, which allow_pickle does not list")
         if module_name not in sys.modules:
             raise WireError(
-                f"a field value refers to {module_name}.{global_name}, but {module_name} is not imported "
+                f"a pickled value refers to {module_name}.{global_name}, but {module_name} is not imported "
                 "here, and metakit never imports a module named on the wire: import it before receiving"
             )
         return super().find_class(module_name, global_name)
-
-
-class _TensorMaker:
-    """Builds the tensors of one header as views of its buffers."""
-
-    def __init__(self, buffers: Sequence[torch.Tensor]) -> None:
-        self.buffers = buffers
-        self.moved: dict[tuple[int, str], torch.Tensor] = {}
-        self.typed: dict[tuple[int, str, torch.dtype], torch.Tensor] = {}
-
-    def make(  # noqa: PLR0917  # pickle calls it with the spec's values in order
-        self,
-        dtype_name: str,
-        shape: tuple[int, ...],
-        strides: tuple[int, ...],
-        buffer: int,
-        offset: int,
-        requires_grad: bool,
-        device: str,
-    ) -> torch.Tensor:
-        dtype = _DTYPES.get(dtype_name)
-        if dtype is None:
-            raise WireError(f"a tensor of dtype {dtype_name} arrived, but torch {torch.__version__} has none")
-        key = (buffer, device, dtype)
-        typed = self.typed.get(key)
-        if typed is None:
-            typed = self.typed[key] = self._buffer_on(buffer, device).view(dtype)
-        tensor = typed.as_strided(shape, strides, typed.storage_offset() + offset // dtype.itemsize)
-        return tensor.requires_grad_() if requires_grad else tensor
-
-    def _buffer_on(self, index: int, device: str) -> torch.Tensor:
-        """Buffer *index* on this process's current device of the kind *device*: moved once, if it must be."""
-        buffer = self.buffers[index]
-        if buffer.device.type == device:
-            return buffer
-        key = (index, device)
-        if key not in self.moved:
-            self.moved[key] = buffer.to(local_device(device))
-        return self.moved[key]
 
 
 def local_device(kind: str) -> torch.device:
@@ -676,31 +1114,6 @@ def local_device(kind: str) -> torch.device:
     if current is None or not getattr(module, "is_available", lambda: False)():
         raise WireError(f"a tensor on a {kind} device arrived, but this process has no {kind} device")
     return torch.device(kind, current())
-
-
-def _rebuild_nested(*body: Any) -> object:
-    return _rebuild(_Body._make(body))
-
-
-def _rebuild(body: _Body) -> object:
-    cls = resolve(body.module, body.qualname)
-    info = _class_info(cls)
-    if info.fields != body.fields:
-        raise WireError(
-            f"{body.qualname} has the fields {info.fields} here, but the sender's has {body.fields}: "
-            "do both sides run the same code?"
-        )
-    init = {name: value for name, value in zip(body.names, body.values, strict=True) if name in info.init}
-    try:
-        record = cls(**init)
-    except Exception as error:
-        raise WireError(f"{body.qualname}(...) raised {type(error).__name__}: {error}") from error
-    if len(init) != len(body.names):
-        for name, value in zip(body.names, body.values, strict=True):
-            if name not in info.init:
-                # Frozen classes refuse setattr; their own __init__ uses this too.
-                object.__setattr__(record, name, value)
-    return record
 
 
 def resolve(module: str, qualname: str) -> type:
@@ -730,14 +1143,15 @@ def resolve(module: str, qualname: str) -> type:
         and is_dataclass(cls)
     ]
     found = [cls for cls in found if not _is_replaced(cls, found)]
+    shown = f"{module[:200]}.{qualname[:200]}"
     if not found:
         raise WireError(
-            f"no dataclass made by ZeroCopyFields named {module}.{qualname} is alive here: import the "
+            f"no dataclass made by ZeroCopyFields named {shown} is alive here: import the "
             "module that defines it before receiving (metakit never imports a module named on the wire)"
         )
     if len(found) > 1:
         raise WireError(
-            f"{len(found)} dataclasses made by ZeroCopyFields are named {module}.{qualname} here "
+            f"{len(found)} dataclasses made by ZeroCopyFields are named {shown} here "
             "(defined in a function that ran more than once?), and nothing tells which one the sender meant"
         )
     return found[0]

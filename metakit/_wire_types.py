@@ -1,0 +1,388 @@
+"""Field annotations as checks of the plain values that ``metakit.wire`` carries.
+
+A record's annotations are resolved once per class, the first time a
+record of it travels (never while the class is created), each field on its
+own: a field whose annotation cannot be resolved (a name imported only under
+``TYPE_CHECKING``) checks nothing.  What a check knows: ``None``, ``bool``,
+``int``, ``float``, ``str``, ``bytes``, unions, ``list``/``tuple``/``dict``
+and their ``typing`` and ``collections.abc`` spellings, ``torch.Tensor``,
+``torch.dtype``, ``torch.device`` and record classes.  Anything else
+(``Any``, a ``Protocol``, a ``TypeVar``, a ``Callable``, another class)
+accepts any value that can travel.
+
+As in typing, a ``bool`` is an ``int`` and an ``int`` is a ``float``.
+
+A check is a predicate, ``check(value) -> bool``, so that a value that
+matches costs one call; only when it fails does ``mismatch`` walk the value
+again to say where and what, in msgspec's words: ``Expected `int`, got
+`str` - at `$.num_prefills```.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections.abc
+import re
+import sys
+import types
+import typing
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import Field, fields
+from typing import Any, Final, NamedTuple, cast
+
+import torch
+
+from metakit._meta import ZeroCopyFields
+
+Check = Callable[[object], bool]
+
+
+def _anything(value: object) -> bool:
+    return True
+
+
+ANYTHING: Final[Check] = _anything
+"""The check of a field whose annotation says nothing a check can use."""
+
+
+class _Spec(NamedTuple):
+    """A resolved annotation: its check and how it reads in a message."""
+
+    check: Check
+    name: str
+    explain: Callable[[object, str], _Mismatch | None]
+    """``explain(value, path)``: the first mismatch in *value*, or ``None``."""
+
+
+class _Mismatch(NamedTuple):
+    expected: str
+    path: str
+    got: object
+
+
+def _type_name(value: object) -> str:
+    return type(value).__qualname__
+
+
+def _leaf(name: str, check: Check) -> _Spec:
+    def explain(value: object, path: str) -> _Mismatch | None:
+        return None if check(value) else _Mismatch(name, path, value)
+
+    return _Spec(check, name, explain)
+
+
+def _exact(*kinds: type) -> Check:
+    if len(kinds) == 1:
+        (kind,) = kinds
+        return lambda value: type(value) is kind
+    return lambda value: type(value) in kinds
+
+
+_SCALARS: Final = {
+    bool: _leaf("bool", _exact(bool)),
+    int: _leaf("int", _exact(int, bool)),
+    float: _leaf("float", _exact(float, int, bool)),
+    str: _leaf("str", _exact(str)),
+    bytes: _leaf("bytes", _exact(bytes)),
+    type(None): _leaf("None", _exact(type(None))),
+    torch.dtype: _leaf("torch.dtype", _exact(torch.dtype)),
+    torch.device: _leaf("torch.device", _exact(torch.device)),
+    torch.Tensor: _leaf("torch.Tensor", lambda value: isinstance(value, torch.Tensor)),
+}
+
+_ANY_SPEC: Final = _Spec(ANYTHING, "any", lambda value, path: None)
+
+_LISTS: Final = {list, collections.abc.MutableSequence}
+_SEQUENCES: Final = {collections.abc.Sequence}
+_DICTS: Final = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
+
+
+def _union(options: list[_Spec]) -> _Spec:
+    if any(option is _ANY_SPEC for option in options):
+        return _ANY_SPEC
+    checks = tuple(option.check for option in options)
+    name = " | ".join(option.name for option in options)
+    others = tuple(option.check for option in options if option is not _SCALARS[type(None)])
+
+    def check(value: object) -> bool:
+        return any(one(value) for one in checks)
+
+    if len(others) == 1 and len(checks) == 2:  # Optional[X], the usual union
+        (other,) = others
+
+        def check(value: object) -> bool:
+            return value is None or other(value)
+
+    def explain(value: object, path: str) -> _Mismatch | None:
+        if check(value):
+            return None
+        # The option of the value's own kind says more than the union does.
+        for option in options:
+            found = option.explain(value, path)
+            if found is not None and found.path != path:
+                return found
+        return _Mismatch(name, path, value)
+
+    return _Spec(check, name, explain)
+
+
+def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
+    item_check = item.check
+
+    def check(value: object) -> bool:
+        return type(value) in container and all(map(item_check, value))  # type: ignore[call-overload]
+
+    def explain(value: object, path: str) -> _Mismatch | None:
+        if type(value) not in container:
+            return _Mismatch(name, path, value)
+        for index, one in enumerate(cast("list[object]", value)):  # a list or a tuple: checked above
+            found = item.explain(one, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+
+    return _Spec(check, name, explain)
+
+
+def _fixed_tuple(items: list[_Spec], name: str) -> _Spec:
+    checks = tuple(item.check for item in items)
+
+    def check(value: object) -> bool:
+        return (
+            type(value) is tuple
+            and len(value) == len(checks)
+            and all(one(part) for one, part in zip(checks, value, strict=True))
+        )
+
+    def explain(value: object, path: str) -> _Mismatch | None:
+        if type(value) is not tuple or len(value) != len(checks):
+            return _Mismatch(f"{name} of {len(checks)}", path, value)
+        for index, (item, part) in enumerate(zip(items, value, strict=True)):
+            found = item.explain(part, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+
+    return _Spec(check, name, explain)
+
+
+def _mapping(key: _Spec, value_spec: _Spec, name: str) -> _Spec:
+    key_check, value_check = key.check, value_spec.check
+
+    def check(value: object) -> bool:
+        return type(value) is dict and all(key_check(k) and value_check(v) for k, v in value.items())
+
+    def explain(value: object, path: str) -> _Mismatch | None:
+        if type(value) is not dict:
+            return _Mismatch(name, path, value)
+        for k, v in value.items():
+            found = key.explain(k, f"{path}.keys()") or value_spec.explain(v, f"{path}[{k!r}]")
+            if found is not None:
+                return found
+        return None
+
+    return _Spec(check, name, explain)
+
+
+def _record(cls: type) -> _Spec:
+    # Weak: a class's checks are cached beside the class, and a field may
+    # hold a record of its own class.
+    ref = weakref.ref(cls)
+
+    def check(value: object) -> bool:
+        expected = ref()
+        return expected is None or isinstance(value, expected)
+
+    return _leaf(cls.__qualname__, check)
+
+
+def spec_of(annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912  # one branch per kind of annotation
+    """The check of a resolved annotation."""
+    if annotation is None or annotation is type(None):
+        return _SCALARS[type(None)]
+    if isinstance(annotation, type) and annotation in _SCALARS:
+        return _SCALARS[annotation]
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return spec_of(arguments[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return _union([spec_of(argument) for argument in arguments])
+    if origin is typing.Literal:
+        return _ANY_SPEC
+    if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006
+        return _items((list,), spec_of(arguments[0]) if arguments else _ANY_SPEC, "list")
+    if origin in _SEQUENCES or annotation in _SEQUENCES:
+        return _items((list, tuple), spec_of(arguments[0]) if arguments else _ANY_SPEC, "list | tuple")
+    if origin is tuple or annotation is tuple or annotation is typing.Tuple:  # noqa: UP006
+        if not arguments or (len(arguments) == 2 and arguments[1] is Ellipsis):
+            return _items((tuple,), spec_of(arguments[0]) if arguments else _ANY_SPEC, "tuple")
+        if arguments == ((),):  # tuple[()]
+            return _fixed_tuple([], "tuple")
+        return _fixed_tuple([spec_of(argument) for argument in arguments], "tuple")
+    if origin in _DICTS or annotation in _DICTS or annotation is typing.Dict:  # noqa: UP006
+        key, value = (spec_of(arguments[0]), spec_of(arguments[1])) if len(arguments) == 2 else (_ANY_SPEC, _ANY_SPEC)
+        return _mapping(key, value, "dict")
+    if isinstance(annotation, type) and origin is None:
+        if isinstance(annotation, ZeroCopyFields) and "__dataclass_fields__" in dir(annotation):
+            return _record(annotation)
+        if issubclass(annotation, torch.Tensor):
+            return _SCALARS[torch.Tensor]
+    return _ANY_SPEC
+
+
+# --- resolving a class's annotations ------------------------------------------
+#
+# Annotations written as text (``from __future__ import annotations``, or a
+# name 3.14 could not resolve) are read by the small parser below, which
+# looks names up in the namespaces' dicts: it never calls ``eval``,
+# ``compile`` or ``getattr``, so resolving them on a receiver runs no code of
+# the text's and triggers no lazy import.
+
+_TOKEN: Final = re.compile(r"\s*(?:(\.\.\.)|([A-Za-z_][\w.]*)|('[^']*'|\"[^\"]*\")|(-?\d+)|([\[\](),|]))")
+
+
+class _Unresolved(Exception):
+    """An annotation that the parser cannot read or whose names it cannot find."""
+
+
+class _Parser:
+    """``expr := term ('|' term)*``, ``term := atom ('[' expr (',' expr)* ']')?``."""
+
+    def __init__(self, text: str, namespaces: tuple[Mapping[str, Any], ...]) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        position = 0
+        while position < len(text.rstrip()):
+            match = _TOKEN.match(text, position)
+            if match is None:
+                raise _Unresolved(text)
+            kinds = ("ellipsis", "name", "string", "number", "punctuation")
+            kind = next(kind for kind, group in zip(kinds, match.groups(), strict=True) if group is not None)
+            self.tokens.append((kind, match.group(kinds.index(kind) + 1)))
+            position = match.end()
+        self.namespaces = namespaces
+        self.next = 0
+
+    def parse(self) -> object:
+        value = self.expr()
+        if self.next != len(self.tokens):
+            raise _Unresolved("trailing text")
+        return value
+
+    def peek(self) -> str:
+        return self.tokens[self.next][1] if self.next < len(self.tokens) else ""
+
+    def take(self) -> tuple[str, str]:
+        if self.next >= len(self.tokens):
+            raise _Unresolved("cut short")
+        self.next += 1
+        return self.tokens[self.next - 1]
+
+    def expr(self) -> object:
+        value = self.term()
+        while self.peek() == "|":
+            self.take()
+            value = value | self.term()  # type: ignore[operator]
+        return value
+
+    def term(self) -> object:
+        value = self.atom()
+        if self.peek() == "[":
+            self.take()
+            arguments = [self.expr()]
+            while self.peek() == ",":
+                self.take()
+                if self.peek() != "]":
+                    arguments.append(self.expr())
+            if self.take()[1] != "]":
+                raise _Unresolved("unbalanced brackets")
+            value = value[arguments[0] if len(arguments) == 1 else tuple(arguments)]  # type: ignore[index]
+        return value
+
+    def atom(self) -> object:
+        kind, text = self.take()
+        if kind == "ellipsis":
+            return Ellipsis
+        if kind == "number":
+            return int(text)
+        if kind == "string":
+            return _Parser(text[1:-1], self.namespaces).parse()
+        if text == "[":  # Callable[[int], str]
+            items = [] if self.peek() == "]" else [self.expr()]
+            while self.peek() == ",":
+                self.take()
+                items.append(self.expr())
+            self.take()
+            return items
+        if text == "(" and self.take()[1] == ")":  # tuple[()]
+            return ()
+        if kind != "name":
+            raise _Unresolved(text)
+        return self.name(text)
+
+    def name(self, dotted: str) -> object:
+        first, *rest = dotted.split(".")
+        if first == "None":
+            return None
+        for namespace in self.namespaces:
+            if first in namespace:
+                value = namespace[first]
+                break
+        else:
+            raise _Unresolved(first)
+        for part in rest:
+            attributes = getattr(value, "__dict__", None)
+            if not isinstance(attributes, Mapping) or part not in attributes:
+                raise _Unresolved(dotted)
+            value = attributes[part]
+        return value
+
+
+def _owner(cls: type, f: Field[Any]) -> type:
+    """The class in *cls*'s MRO that declared the field *f* (the first that holds that very ``Field``)."""
+    for klass in reversed(cls.__mro__):
+        if klass.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
+            return klass
+    return cls
+
+
+def _resolve(f: Field[Any], cls: type) -> object:
+    """The annotation of the field *f* of *cls*, read where it was written; ``Any`` if it cannot be."""
+    annotation: object = f.type
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if not isinstance(annotation, str):
+        return annotation
+    owner = _owner(cls, f)
+    module = sys.modules.get(owner.__module__)
+    namespaces = (owner.__dict__, module.__dict__ if module is not None else {}, builtins.__dict__)
+    try:
+        return _Parser(annotation, namespaces).parse()
+    except Exception:  # a name imported only under TYPE_CHECKING, text the parser cannot read: checks nothing
+        return Any
+
+
+class FieldChecks(NamedTuple):
+    """The checks of a record class's fields, by field name."""
+
+    checks: dict[str, Check]
+    specs: dict[str, _Spec]
+
+
+def field_checks(cls: type) -> FieldChecks:
+    """Resolve *cls*'s field annotations into checks (call it once per class)."""
+    specs: dict[str, _Spec] = {}
+    for f in fields(cls):
+        try:
+            specs[f.name] = spec_of(_resolve(f, cls))
+        except Exception:  # an annotation that typing itself cannot take apart checks nothing
+            specs[f.name] = _ANY_SPEC
+    return FieldChecks({name: spec.check for name, spec in specs.items()}, specs)
+
+
+def mismatch(checks: FieldChecks, name: str, value: object) -> str:
+    """Why *value* does not match the field *name*, in msgspec's words."""
+    spec = checks.specs[name]
+    found = spec.explain(value, f"$.{name}") or _Mismatch(spec.name, f"$.{name}", value)
+    return f"Expected `{found.expected}`, got `{_type_name(found.got)}` - at `{found.path}`"
