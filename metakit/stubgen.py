@@ -44,28 +44,22 @@ from mypy.exprtotype import expr_to_unanalyzed_type
 from mypy.nodes import (
     ARG_NAMED,
     AssignmentStmt,
-    BytesExpr,
     CallExpr,
     ClassDef,
     Decorator,
     EllipsisExpr,
     Expression,
-    FloatExpr,
     FuncDef,
     IfStmt,
     Import,
     ImportFrom,
     IndexExpr,
-    IntExpr,
-    MemberExpr,
     MypyFile,
     NameExpr,
     OverloadedFuncDef,
     Statement,
-    StrExpr,
     TempNode,
     TryStmt,
-    UnaryExpr,
 )
 from mypy.options import Options
 from mypy.parse import parse
@@ -485,23 +479,20 @@ def _declare_members(cls: type[enum.Enum], cdef: ClassDef) -> None:
 
 
 def _field_for_stub(call: CallExpr) -> Expression:
-    """A ``field(...)`` call reduced to what shapes ``__init__``: ``init``, ``kw_only`` and a default.
+    """A ``field(...)`` call reduced to what shapes ``__init__``: ``init``, ``kw_only`` and the default.
 
-    mypy's generator writes the call as it is, and cannot write every
-    argument (``metadata={**OMIT, ...}``).  A field with neither ``init``
-    nor ``kw_only`` becomes ``= ...`` where it has a default.
+    mypy's generator writes a call as it is, and cannot write every argument
+    (``metadata={**OMIT, ...}``).  A field with neither ``init`` nor
+    ``kw_only`` becomes ``= ...``; pyright takes no ``default=...`` in a ``field()``.
     """
     if get_qualified_name(call.callee) not in ("field", "dataclasses.field"):
         return call
     given = {name: arg for name, arg in zip(call.arg_names, call.args, strict=True) if name is not None}
-    kept: dict[str, Expression] = {name: given[name] for name in ("init", "kw_only") if name in given}
-    default = given.get("default_factory", given.get("default"))
-    if not kept:
-        return TempNode(AnyType(TypeOfAny.special_form), no_rhs=True) if default is None else EllipsisExpr()
-    if default is not None and get_qualified_name(kept.get("init", NameExpr("True"))) != "False":
-        simple = isinstance(default, (NameExpr, IntExpr, FloatExpr, StrExpr, BytesExpr, UnaryExpr, MemberExpr))
-        key = "default_factory" if "default_factory" in given and simple else "default"
-        kept[key] = default if simple else EllipsisExpr()  # pyright takes no ``default=...`` in a field()
+    kept = {name: given[name] for name in ("init", "kw_only", "default", "default_factory") if name in given}
+    if "init" not in kept and "kw_only" not in kept:
+        return EllipsisExpr() if kept else TempNode(AnyType(TypeOfAny.special_form), no_rhs=True)
+    if get_qualified_name(kept.get("init", EllipsisExpr())) == "False":  # not in __init__: its default is no matter
+        kept = {"init": kept["init"]}
     return CallExpr(call.callee, list(kept.values()), [ARG_NAMED] * len(kept), list(kept))
 
 
