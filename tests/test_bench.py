@@ -232,7 +232,7 @@ def test_wire_sizes_count_both_headers_and_every_buffer(run: Run) -> None:
         return
     sizes = run.report["wire"]["sizes"]
     assert [size["record"] for size in sizes] == WIRE_RECORDS
-    # The records are those of the broadcast benchmark: 8 KB, 261 KB, 2 MB and 8 MB of tensors.
+    # The sizes of the broadcast benchmark's records: 8 KB, 261 KB, 2 MB and 8 MB of tensors.
     assert [round(size["tensor_bytes"] / 1024) for size in sizes] == [8, 261, 2111, 8261]
     for size in sizes:
         assert size["metakit_bytes"] >= size["metakit_header_bytes"] + size["tensor_bytes"]

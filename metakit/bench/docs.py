@@ -121,7 +121,7 @@ def _method() -> list[str]:
         " tensor as its dtype name, shape and data, the data inline under 256 bytes and otherwise an"
         " out-of-band buffer that is a view of the tensor's memory; decoding into the record's class, each"
         " tensor rebuilt with `torch.frombuffer`). Serialization alone, no transport: the buffers one side"
-        " makes are those the other reads. The records are those of the broadcast benchmark's sizes:"
+        " makes are those the other reads. The records have the sizes of the broadcast benchmark's:"
         f" {_wire_records()}. Each record is timed as a round trip, the sending side alone and the receiving"
         " side alone. The header sizes are counted as each side makes them: the peer's header is its msgpack"
         " message, which holds its tensors of under 256 bytes; metakit's holds none.",

@@ -4,9 +4,10 @@ The peer, ``metakit.bench.msgpack_peer``, is an encoder and a typed decoder
 written the way vLLM V1's ``MsgpackEncoder`` and ``MsgpackDecoder`` work
 (msgspec, tensors of 256 bytes or more as out-of-band buffers).  Both turn
 the example ``FlashAttentionMetadata`` into a header and buffers and back,
-at four sizes: the records of the broadcast benchmark, from a realistic
-8 KB step to 8 MB.  This is serialization alone: the buffers that one side
-makes are the ones the other side reads, with no transport between.
+at the four sizes of the broadcast benchmark's records, from a realistic
+8 KB step to 8 MB of tensors.  This is serialization alone: the buffers
+that one side makes are the ones the other side reads, with no transport
+between.
 
 For each record, three steps are timed in the same interleaved rounds: the
 round trip (what the design's targets are on), the sending side alone and
