@@ -1,29 +1,23 @@
 """``python -m metakit stubgen MODULE [-o DIR]``: stubs with exact types, for pyright.
 
-Checkers without plugins, such as pyright, read the types of
-``asdict_zerocopy`` and ``astuple_zerocopy`` from stubs.  This writes the
-stub of a module, ``DIR/<package path>.pyi``, with mypy's own stub generator,
-``mypy.stubgen.ASTStubGenerator``, a visitor of the module's parse tree.
-mypy's wheels compile it, and a compiled class takes no Python subclass
-(``interpreted classes cannot inherit from compiled``), so metakit extends
-what it visits: for every dataclass that ``ZeroCopyFields`` made, it adds to
-the tree nodes that mypy's parser makes of stub source, which the generator
-writes as it writes the module's own:
+Checkers without plugins, such as pyright, read the types of ``asdict_zerocopy``
+and ``astuple_zerocopy`` from stubs.  This writes the stub of a module,
+``DIR/<package path>.pyi``, with mypy's own stub generator,
+``mypy.stubgen.ASTStubGenerator``, a visitor of the module's parse tree.  mypy's
+wheels compile that class, and a compiled class takes no Python subclass, so
+metakit extends what it visits: for each dataclass that ``ZeroCopyFields`` made,
+it puts into the tree nodes that mypy's parser makes of stub source:
 
 - before the class, ``<Class>Dict``, a ``TypedDict`` of the fields that
-  ``asdict_zerocopy()`` returns, in order, and ``<Class>PartialDict``, what
-  it returns with ``skip_fields``: the same keys, none required, and any
-  other key allowed (PEP 728's ``extra_items``).  Each inherits its parent
-  class's where the keys allow it;
+  ``asdict_zerocopy()`` returns, and ``<Class>PartialDict``, what it returns
+  with ``skip_fields``: the same keys, none required, any other key allowed;
 - in the class, the overloads of ``asdict_zerocopy`` (``skip_fields`` a set,
-  list, tuple or iterator of names: a ``str`` matches none),
-  ``astuple_zerocopy`` and ``__replace__``, and the attributes that its
-  methods set on ``self`` as properties, which a dataclass does not take for
-  fields.
+  list, tuple or iterator of names, never a ``str``), ``astuple_zerocopy`` and
+  ``__replace__``, and as properties the attributes its methods set on ``self``.
 
-Types are mypy's reading of the source text, the same on every Python
-version; the module is imported only to learn which classes ``ZeroCopyFields``
-made and their fields.  Point pyright at ``DIR`` with ``stubPath``.
+Types are mypy's reading of the source text, the same on every Python version;
+the module is imported only to learn which classes ``ZeroCopyFields`` made, and
+their fields.  Point pyright at ``DIR`` with ``stubPath``.
 """
 
 from __future__ import annotations
@@ -379,13 +373,7 @@ class _Additions:
         """The expression in *cls*'s ``class`` statement that names *base*, such as ``Box[int]``."""
         source = self._source(cls)
         cdef = source.classes.get(cls.__qualname__) if source is not None else None
-        if source is None or cdef is None:
-            return None
-        for expr in cdef.base_type_exprs:
-            written = get_qualified_name(expr.base if isinstance(expr, IndexExpr) else expr)
-            if source.resolve(written)[0].rpartition(".")[2] == base.__name__:
-                return expr
-        return None
+        return dict(zip(cls.__bases__, cdef.base_type_exprs, strict=False)).get(base) if cdef is not None else None
 
     def _source(self, klass: type) -> _Source | None:
         name = klass.__module__
@@ -465,13 +453,9 @@ def _rewrite(typ: Type, name_of: Callable[[str], str | Type]) -> Type:
 
 
 def _declare_members(cls: type[enum.Enum], cdef: ClassDef) -> None:
-    """Make mypy's generator write *cls*'s members as members.
-
-    Without semantic analysis it writes ``RED = 1`` as ``RED: int``, an
-    attribute that is no member; it writes a name it takes for an alias as
-    ``RED = <name>``.  So the value becomes such a name: its source text, as
-    mypy's generator writes a default.
-    """
+    """Make mypy's generator write *cls*'s members as members: without semantic analysis it
+    writes ``RED = 1`` as ``RED: int``, which is no member, but a name as ``RED = <name>``.
+    So the value becomes a name: its source text, as mypy's generator writes a default."""
     writer = ASTStubGenerator()
     for stmt in cdef.defs.body:
         if isinstance(stmt, AssignmentStmt) and stmt.unanalyzed_type is None and _assigns(stmt, *cls.__members__):
@@ -479,12 +463,8 @@ def _declare_members(cls: type[enum.Enum], cdef: ClassDef) -> None:
 
 
 def _field_for_stub(call: CallExpr) -> Expression:
-    """A ``field(...)`` call reduced to what shapes ``__init__``: ``init``, ``kw_only`` and the default.
-
-    mypy's generator writes a call as it is, and cannot write every argument
-    (``metadata={**OMIT, ...}``).  A field with neither ``init`` nor
-    ``kw_only`` becomes ``= ...``; pyright takes no ``default=...`` in a ``field()``.
-    """
+    """A ``field(...)`` call reduced to what shapes ``__init__``, which mypy's generator can write
+    (not ``metadata={**OMIT, ...}``).  With neither ``init`` nor ``kw_only`` it becomes ``= ...``."""
     if get_qualified_name(call.callee) not in ("field", "dataclasses.field"):
         return call
     given = {name: arg for name, arg in zip(call.arg_names, call.args, strict=True) if name is not None}
