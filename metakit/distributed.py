@@ -441,7 +441,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     dist.broadcast(frame, group=group, group_src=src)
     host = frame if frame.device.type == "cpu" else frame.cpu()
     # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
-    status, _, header_nbytes, message_nbytes = _PREFIX.unpack(ctypes.string_at(host.data_ptr(), _PREFIX.size))
+    status, _, header_nbytes, message_nbytes = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
     if status not in (_OK, _SOURCE_FAILED) or not _PREFIX.size + header_nbytes <= message_nbytes <= max_bytes:
         raise _refused(
             f"a frame arrived whose prefix says status {status}, a header of {header_nbytes} bytes and a message of "
@@ -454,7 +454,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
         dist.broadcast(message[frame_nbytes:], group=group, group_src=src)
         host = message if message.device.type == "cpu" else message.cpu()
     route.saw(message_nbytes)
-    header = ctypes.string_at(host.data_ptr() + _PREFIX.size, header_nbytes)
+    header = _read(host, _PREFIX.size, header_nbytes)
     if status == _SOURCE_FAILED:
         text = header[:_ERROR_TEXT].decode(errors="replace")
         raise BroadcastError(f"rank {route.ranks[source]}, the source, could not send its record: {text}")
@@ -482,6 +482,19 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
         raise _refused(f"{type(error).__name__}: {error}") from error
 
 
+def _read(host: torch.Tensor, start: int, nbytes: int) -> bytearray:
+    """Bytes *start* to *start* + *nbytes* of the CPU ``uint8`` tensor *host*, checked to lie inside it.
+
+    A torch copy into a ``bytearray``: a receiver reads no memory by address.
+    """
+    if start + nbytes > host.numel():
+        raise _refused(f"bytes {start} to {start + nbytes} of a frame of {host.numel()} were to be read")
+    copy = bytearray(nbytes)
+    if nbytes:
+        torch.frombuffer(copy, dtype=torch.uint8).copy_(host[start : start + nbytes])
+    return copy
+
+
 def _refused(reason: str) -> BroadcastError:
     return BroadcastError(f"rank {dist.get_rank()}: {reason}")
 
@@ -496,10 +509,10 @@ def _table_problem(table: list[BufferSpec], route: _Route, pool_room: int, room:
     if not table:
         return "a header arrived whose table lists no buffer"
     lanes = 2 if route.lanes else 1
-    if table[0].lane != 0 or table[0].nbytes > pool_room:
-        return f"the header's first buffer ({table[0]}) does not lie in the frame ({pool_room} bytes are left)"
     if any(spec.lane >= lanes for spec in table):
         return f"the header lists a buffer on lane {max(spec.lane for spec in table)}, and this group has {lanes}"
+    if table[0].lane != 0 or table[0].nbytes > pool_room:
+        return f"the header's first buffer ({table[0]}) does not lie in the frame ({pool_room} bytes are left)"
     if sum(spec.nbytes for spec in table[1:]) > room:
         return f"the header lists {sum(spec.nbytes for spec in table[1:])} bytes of buffers, over max_bytes"
     return ""

@@ -921,7 +921,9 @@ class _Reader:
         device = _DEVICE_KINDS[flags >> _DEVICE_SHIFT]
         itemsize = dtype.itemsize
         nbytes = math.prod(shape) * itemsize
-        if not nbytes or max(spec) >= _MAX_SIZE:
+        if max(spec) >= _MAX_SIZE:
+            raise WireError(f"tensor {index} has a size, stride or offset out of range: {spec[5:]}")
+        if not nbytes:
             return self.empty(index, device, dtype, shape, strides, flags)
         if kind == _NEW:
             buffer = reference
@@ -966,8 +968,10 @@ class _Reader:
         itemsize: int,
     ) -> tuple[int, int, int]:
         """The buffer, offset and end of a view of the bytes of tensor *reference*, sent before it."""
+        if kind != _VIEW:
+            raise WireError(f"tensor {index} is of an unknown kind ({kind})")
         region = self.regions.get(reference)
-        if kind != _VIEW or region is None:
+        if region is None:
             raise WireError(f"tensor {index} is said to be a view of tensor {reference}, which sent no bytes")
         buffer, start, parent_nbytes, parent_device = region
         extent = _extent(shape, strides, itemsize)
@@ -978,9 +982,7 @@ class _Reader:
     def empty(  # noqa: PLR0917  # the parts of a spec, already unpacked
         self, index: int, device: str, dtype: torch.dtype, shape: tuple[int, ...], strides: tuple[int, ...], flags: int
     ) -> torch.Tensor:
-        """A tensor with no elements, which lies in no buffer; or the error for sizes out of range."""
-        if max(shape + strides, default=0) >= _MAX_SIZE:
-            raise WireError(f"tensor {index} has a size or stride out of range: {shape}, {strides}")
+        """A tensor with no elements, which lies in no buffer."""
         try:
             tensor = torch.empty_strided(shape, strides, dtype=dtype, device=local_device(device))
         except RuntimeError as error:  # sizes whose product does not fit torch's int64

@@ -1,0 +1,579 @@
+"""What a hostile or broken peer can make a receiver do: raise ``WireError``, and nothing else.
+
+Each test takes a header that ``wire.pack`` made, changes one thing in it the
+way docs/wire-format.md lays it out (the buffer table, then a msgpack body
+``[class, digest, names, values]`` whose tensors, tuples, records, dtypes,
+devices and pickles are msgpack extensions), and checks what ``unpack``
+does with it.  The last test does the same over two gloo ranks, with a
+rank 0 that writes frames by hand and a rank 1 watched by an audit hook.
+"""
+
+from __future__ import annotations
+
+import datetime
+import pickle
+import re
+import struct
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import pytest
+import torch
+
+from metakit import OMIT, ZeroCopy, wire
+from metakit.wire import WireError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence  # only for type checkers: the field below cannot resolve it
+
+_TABLE_HEAD = struct.Struct("<3sBI")
+_SPEC_HEAD = struct.Struct("<BBBBIQ")
+_TENSOR, _TUPLE, _RECORD, _DTYPE, _DEVICE, _PICKLE, _RECORD_AGAIN = range(1, 8)
+
+
+@dataclass
+class Step(ZeroCopy):
+    """A record with every kind of field the checks know."""
+
+    num_tokens: int
+    slot_mapping: torch.Tensor
+    seq_lens: list[int] | None = None
+    scale: float = 1.0
+    name: str = "step"
+    flags: tuple[bool, ...] = ()
+    extras: dict[str, int] = field(default_factory=dict)
+    data_type: torch.dtype = torch.float16
+    device: torch.device | None = None
+    mask: bool | torch.Tensor = False
+    unresolved: Sequence[int] | None = None
+    wrapper: object = field(default=None, metadata=OMIT)
+    total: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.total = self.num_tokens * 2
+
+
+@dataclass
+class Outer(ZeroCopy):
+    inner: Step
+    label: str = ""
+
+
+def _step() -> Step:
+    return Step(4, torch.arange(4), [1, 3], 0.5, "prefill", (True,), {"a": 1}, torch.bfloat16, torch.device("cpu"))
+
+
+# --- taking a header apart and putting it back ------------------------------
+
+
+def _split(header: bytes) -> tuple[bytes, Any]:
+    """The buffer table and the msgpack body of *header*, its extensions left as ``Ext``."""
+    _, _, count = _TABLE_HEAD.unpack_from(header)
+    start = _TABLE_HEAD.size + 9 * count
+    return header[:start], msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
+
+
+def _join(table: bytes, body: Any) -> bytes:
+    return table + msgspec.msgpack.encode(body)
+
+
+def _edited(record: object, edit: Callable[[list[Any]], object]) -> tuple[bytes, list[memoryview]]:
+    """*record* packed, with its body changed by *edit* (in place, or by returning a new body)."""
+    header, buffers = wire.pack(record)
+    table, body = _split(header)
+    body = edit(body) or body
+    return _join(table, body), buffers
+
+
+def _tensor_ext(  # noqa: PLR0917  # the fields of a spec, in its order
+    code: int, flags: int, kind: int, reference: int, offset: int, shape: Sequence[int], strides: Sequence[int]
+) -> msgspec.msgpack.Ext:
+    spec = _SPEC_HEAD.pack(code, flags, len(shape), kind, reference, offset) + struct.pack(
+        f"<{2 * len(shape)}Q", *shape, *strides
+    )
+    return msgspec.msgpack.Ext(_TENSOR, spec)
+
+
+def _value_index(name: str) -> int:
+    return [f.name for f in Step.__dataclass_fields__.values() if not f.metadata][:100].index(name)
+
+
+def _refused(header: bytes, buffers: Sequence[Any], match: str | None = None, **options: Any) -> WireError:
+    with pytest.raises(WireError, match=match) as caught:
+        wire.unpack(header, buffers, **options)
+    return caught.value
+
+
+# --- the body: class, names, values ------------------------------------------------
+
+
+def test_a_record_that_is_not_edited_arrives_equal() -> None:
+    header, buffers = wire.pack(_step())
+    got = wire.unpack(header, buffers)
+    assert (got.num_tokens, got.seq_lens, got.flags, got.extras, got.data_type) == (
+        4,
+        [1, 3],
+        (True,),
+        {"a": 1},
+        torch.bfloat16,
+    )
+    assert got.total == 8, "init=False fields travel and are set after __init__"
+
+
+def test_an_unknown_format_version_is_refused() -> None:
+    header, buffers = wire.pack(_step())
+    changed = header[:3] + bytes([wire.FORMAT + 1]) + header[4:]
+    _refused(changed, buffers, f"a header of format {wire.FORMAT + 1} arrived")
+
+
+def test_a_class_name_that_no_zerocopy_class_bears_is_refused_without_an_import() -> None:
+    for name in ("os:system", "subprocess:Popen", "builtins:eval", "metakit_nonexistent_module:X", "no colon"):
+        header, buffers = _edited(_step(), lambda body, name=name: body.__setitem__(0, name))
+        _refused(header, buffers)
+    assert "metakit_nonexistent_module" not in sys.modules
+
+
+def test_a_digest_of_other_fields_is_refused() -> None:
+    header, buffers = _edited(_step(), lambda body: body.__setitem__(1, body[1] ^ 1))
+    _refused(header, buffers, "but the sender's differ")
+
+
+@pytest.mark.parametrize(
+    ("positions", "match"),
+    [
+        ([0, 0, 1], "a field arrived twice"),
+        ([0, 1, 99], "not a list of field numbers"),
+        ([0, 1, -1], "not a list of field numbers"),
+        ([0, 1, "__class__"], "not a list of field numbers"),
+        ([0, 1, 11], "'wrapper' never travels"),
+        ("all", "not a list of field numbers"),
+    ],
+)
+def test_only_the_travelling_fields_each_once_can_arrive(positions: Any, match: str) -> None:
+    def edit(body: list[Any]) -> None:
+        body[2] = positions
+        if isinstance(positions, list):
+            body[3] = [*body[3][:2], None][: len(positions)]
+
+    header, buffers = _edited(Step(4, torch.arange(4)), edit)
+    _refused(header, buffers, match)
+
+
+def test_a_value_count_that_differs_from_the_names_is_refused() -> None:
+    header, buffers = _edited(_step(), lambda body: body[3].append(1))
+    _refused(header, buffers, "fields travel, but")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("num_tokens", "four", "Expected `int`, got `str` - at `$.num_tokens`"),
+        ("seq_lens", [1, "x"], "Expected `int`, got `str` - at `$.seq_lens[1]`"),
+        ("scale", "x", "Expected `float`, got `str` - at `$.scale`"),
+        ("extras", {"a": "b"}, "Expected `int`, got `str` - at `$.extras['a']`"),
+        ("mask", 3, "Expected `bool | torch.Tensor`, got `int` - at `$.mask`"),
+        ("slot_mapping", None, "Expected `torch.Tensor`, got `NoneType` - at `$.slot_mapping`"),
+    ],
+)
+def test_values_are_checked_against_the_declared_types_on_both_sides(name: str, value: Any, expected: str) -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index(name)
+
+    def edit(body: list[Any]) -> None:
+        body[3][position] = value
+
+    header, buffers = _edited(_step(), edit)
+    _refused(header, buffers, re.escape(f"Step: {expected}"))
+    record = _step()
+    object.__setattr__(record, name, value)
+    with pytest.raises(TypeError, match=re.escape(f"Step cannot be sent: {expected}")):
+        wire.pack(record)
+
+
+def test_a_field_whose_annotation_cannot_resolve_takes_any_plain_value() -> None:
+    record = _step()
+    record.unresolved = (1, "two", None)  # type: ignore[assignment]
+    got = wire.unpack(*wire.pack(record))
+    assert got.unresolved == (1, "two", None)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [b"bytes", 1.5, None, True, msgspec.msgpack.Ext(_DTYPE, b"float32"), msgspec.msgpack.Ext(_TUPLE, b"\x90")],
+    ids=["bytes", "float", "None", "bool", "dtype", "tuple"],
+)
+def test_a_dict_key_that_is_not_a_str_or_an_int_is_refused(key: object) -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+
+    def edit(body: list[Any]) -> None:
+        # msgspec writes no such map, and some such keys are not hashable: the bytes, by hand.
+        body[3][position] = msgspec.Raw(b"\x81" + msgspec.msgpack.encode(key) + b"\x01")
+
+    header, buffers = _edited(_step(), edit)
+    _refused(header, buffers, "a dict with a key that is not a str or an int")
+
+
+@pytest.mark.parametrize(
+    ("extension", "match"),
+    [
+        (msgspec.msgpack.Ext(99, b""), "a value of an unknown kind"),
+        (msgspec.msgpack.Ext(_DTYPE, b"qint8x"), "a torch.dtype arrived that this torch does not have"),
+        (msgspec.msgpack.Ext(_DEVICE, b"cuda:0; import os"), "a torch.device arrived that is not one"),
+        (msgspec.msgpack.Ext(_DEVICE, b"warp:1"), "a torch.device arrived that this torch does not know"),
+        (msgspec.msgpack.Ext(_TUPLE, b"\xc1"), "the header cannot be read"),
+        (msgspec.msgpack.Ext(_TUPLE, b"\x01"), "a tuple arrived that is not an array"),
+        (msgspec.msgpack.Ext(_RECORD, b"\x93\x01\x02\x03"), "not \\[class, digest, names, values\\]"),
+        (msgspec.msgpack.Ext(_RECORD_AGAIN, b"\x00\x00\x00\x00"), "did not arrive before it"),
+    ],
+)
+def test_a_malformed_extension_is_refused(extension: msgspec.msgpack.Ext, match: str) -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+
+    def edit(body: list[Any]) -> None:
+        body[3][position] = [extension]
+
+    header, buffers = _edited(_step(), edit)
+    _refused(header, buffers, match)
+
+
+def test_deep_nesting_is_refused_not_a_crash() -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+    deep = b"\x00"
+    for _ in range(5000):  # each level one more tuple: the payload of an extension is a header of its own
+        payload = b"\x91" + deep
+        deep = (
+            b"\xc7" + bytes([len(payload)]) + bytes([_TUPLE]) + payload
+            if len(payload) < 256
+            else (b"\xc8" + struct.pack(">H", len(payload)) + bytes([_TUPLE]) + payload)
+        )
+    deep = msgspec.Raw(deep)
+
+    def edit(body: list[Any]) -> None:
+        body[3][position] = deep
+
+    header, buffers = _edited(_step(), edit)
+    with pytest.raises(WireError):
+        wire.unpack(header, buffers)
+    header, buffers = wire.pack(_step())
+    table, _ = _split(header)
+    _refused(table + b"\x91" * 100_000 + b"\xc0", buffers, "the header cannot be read")
+
+
+# --- pickle: refused unless the receiver opts in ------------------------------
+
+
+class _RunsCode:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (print, ("a pickle ran code on the receiver",))
+
+
+def _with_pickle(value: object) -> tuple[bytes, list[memoryview]]:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+
+    def edit(body: list[Any]) -> None:
+        body[3][position] = msgspec.msgpack.Ext(_PICKLE, pickle.dumps(value))
+
+    return _edited(_step(), edit)
+
+
+def test_a_pickle_is_refused_unless_the_receiver_opts_in(capsys: pytest.CaptureFixture[str]) -> None:
+    header, buffers = _with_pickle(_RunsCode())
+    _refused(header, buffers, "this receiver does not read pickles")
+    _refused(header, buffers, "refers to builtins.print, which allow_pickle does not list", allow_pickle={"x.y"})
+    assert "ran code" not in capsys.readouterr().out
+    wire.unpack(header, buffers, allow_pickle=True)  # trusting the peer: it did run code
+    assert "ran code" in capsys.readouterr().out
+
+
+def test_values_that_are_not_plain_data_travel_pickled_only_when_both_sides_allow_it() -> None:
+    record = _step()
+    record.unresolved = [datetime.date(2026, 1, 2)]  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"is not plain data .*allow_pickle=True"):
+        wire.pack(record)
+    header, buffers = wire.pack(record, allow_pickle=True)
+    _refused(header, buffers, "does not read pickles")
+    assert wire.unpack(header, buffers, allow_pickle={"datetime.date"}).unresolved == [datetime.date(2026, 1, 2)]
+
+
+def test_a_pickle_never_imports_a_module() -> None:
+    script = textwrap.dedent(
+        """
+        import pickle, sys
+        from metakit import wire
+        import colorsys
+        import test_wire_hostile as t
+        value = colorsys.rgb_to_hsv
+        header, buffers = t._with_pickle(value)
+        del sys.modules["colorsys"]
+        try:
+            wire.unpack(header, buffers, allow_pickle=True)
+        except wire.WireError as error:
+            assert "colorsys is not imported here" in str(error), error
+        assert "colorsys" not in sys.modules
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).parent, capture_output=True, text=True, check=False
+    )
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+# --- tensors: every spec checked against its buffer ------------------------------
+
+
+def _with_tensor(extension: msgspec.msgpack.Ext, buffers: list[Any] | None = None) -> tuple[bytes, list[Any]]:
+    """A ``Step`` whose ``slot_mapping`` is *extension*, with 1 KiB of buffer 0 unless *buffers* are given."""
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("slot_mapping")
+    header, given = wire.pack(Step(4, torch.arange(128)))
+    table, body = _split(header)
+    body[3][position] = extension
+    return _join(table, body), given if buffers is None else buffers
+
+
+_INT64 = 5  # the dtype code of torch.int64 in the table of docs/wire-format.md
+_FLOAT32 = 8
+
+
+@pytest.mark.parametrize(
+    ("extension", "match"),
+    [
+        (_tensor_ext(200, 0, 0, 0, 0, [4], [1]), "dtype code \\(200\\)"),
+        (_tensor_ext(_INT64, 0x0F, 0, 0, 0, [4], [1]), "flags"),
+        (_tensor_ext(_INT64, 0xF0, 0, 0, 0, [4], [1]), "flags"),
+        (_tensor_ext(_INT64, 0, 0, 1, 0, [4], [1]), "lies in buffer 1"),
+        (_tensor_ext(_INT64, 0, 0, 0, 4, [4], [1]), "not at a multiple of 8"),
+        (_tensor_ext(_INT64, 0, 0, 0, 1000, [4], [1]), "which holds 1024"),
+        (_tensor_ext(_INT64, 0, 0, 0, 0, [1 << 40], [0]), "out of range|strides"),
+        (_tensor_ext(_INT64, 0, 0, 0, 0, [1 << 37], [1]), "which holds 1024"),
+        (_tensor_ext(_INT64, 0, 0, 0, 0, [4, 4], [0, 1]), "strides"),
+        (_tensor_ext(_INT64, 0, 0, 0, 0, [4, 4], [1, 1]), "strides"),
+        (_tensor_ext(_INT64, 0, 0, 0, 0, [1 << 62, 0], [1, 1]), "out of range"),
+        (_tensor_ext(_INT64, 0, 0, 0, (1 << 64) - 8, [1], [1]), "out of range"),
+        (_tensor_ext(_INT64, 1, 0, 0, 0, [4], [1]), "cannot require grad|cannot"),
+        (_tensor_ext(_INT64, 0, 1, 0, 0, [4], [1]), "view of tensor 0, which sent no bytes"),
+        (_tensor_ext(_INT64, 0, 2, 0, 0, [], []), "did not arrive before it"),
+        (_tensor_ext(_INT64, 0, 9, 0, 0, [4], [1]), "unknown kind"),
+        (msgspec.msgpack.Ext(_TENSOR, b"\x05\x00"), "spec is not"),
+        (msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 65, 0, 0, 0)), "spec is not"),
+        (msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 1, 0, 0, 0) + b"\x04" * 15), "spec is not"),
+    ],
+)
+def test_a_tensor_spec_that_a_sender_never_writes_is_refused(extension: msgspec.msgpack.Ext, match: str) -> None:
+    header, buffers = _with_tensor(extension)
+    _refused(header, buffers, match)
+
+
+def test_a_float_tensor_may_require_grad() -> None:
+    header, buffers = _with_tensor(_tensor_ext(_FLOAT32, 1, 0, 0, 0, [4], [1]))
+    got = wire.unpack(header, buffers)
+    assert got.slot_mapping.requires_grad
+
+
+def test_two_tensors_cannot_share_bytes_unless_one_is_said_to_be_a_view() -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+    overlapping = [_tensor_ext(_INT64, 0, 0, 0, 0, [8], [1]), _tensor_ext(_INT64, 0, 0, 0, 32, [8], [1])]
+    header, buffers = wire.pack(Step(4, torch.arange(128)))
+    table, body = _split(header)
+    body[3][position] = overlapping
+    _refused(_join(table, body), buffers, "not after the tensors before it")
+    view = [_tensor_ext(_INT64, 0, 1, 0, 16, [4], [1])]  # tensor 1 is a view of tensor 0, slot_mapping
+    body[3][position] = view
+    got = wire.unpack(_join(table, body), buffers)
+    got.slot_mapping[2] = -7
+    assert got.unresolved[0][0] == -7, "the view the sender declared shares its parent's bytes"
+    body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 1016, [2], [1])]
+    _refused(_join(table, body), buffers, "view of tensor 0, but lies outside it")
+
+
+def test_a_tensor_stays_inside_a_buffer_given_as_a_slice() -> None:
+    ring = torch.zeros(4096, dtype=torch.uint8)
+    header, buffers = wire.pack(Step(4, torch.arange(128)))
+    slot = ring[1024:2048]
+    slot.copy_(torch.frombuffer(bytearray(buffers[0]), dtype=torch.uint8))
+    got = wire.unpack(header, [slot])
+    assert got.slot_mapping.data_ptr() == slot.data_ptr()
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("slot_mapping")
+    table, body = _split(header)
+    body[3][position] = _tensor_ext(_INT64, 0, 0, 0, 0, [129], [1])
+    _refused(_join(table, body), [slot], "which holds 1024")
+
+
+@pytest.mark.parametrize(
+    ("buffers", "match"),
+    [
+        ([], "lists 1 buffers, but 0 were given"),
+        ([bytearray(1024), bytearray(8)], "lists 1 buffers, but 2 were given"),
+        ([bytearray(1023)], "holds 1023 bytes, but the header says 1024"),
+        ([torch.zeros(256, dtype=torch.int32)], "not a contiguous 1-D uint8 tensor"),
+        ([torch.zeros(2048, dtype=torch.uint8)[::2]], "not a contiguous 1-D uint8 tensor"),
+        ([object()], "not a bytes-like object"),
+    ],
+)
+def test_buffers_that_do_not_match_the_table_are_refused(buffers: list[Any], match: str) -> None:
+    header, _ = wire.pack(Step(4, torch.arange(128)))
+    _refused(header, buffers, match)
+
+
+def test_a_misaligned_or_read_only_buffer_still_gives_a_correct_record() -> None:
+    record = Step(4, torch.arange(128))
+    header, (buffer,) = wire.pack(record)
+    shifted = bytearray(len(buffer) + 1)
+    shifted[1:] = buffer
+    for given in (memoryview(shifted)[1:], bytes(buffer)):
+        assert torch.equal(wire.unpack(header, [given]).slot_mapping, record.slot_mapping)
+    ring = torch.zeros(len(buffer) + 1, dtype=torch.uint8)
+    ring[1:].copy_(torch.frombuffer(bytearray(buffer), dtype=torch.uint8))
+    _refused(header, [ring[1:]], "does not start at a multiple of 8")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"", b"MK", b"XYZ\x03\x00\x00\x00\x00", b"MKW\x03\xff\xff\xff\xff", b"MKW\x03\x01\x00\x00\x00" + b"\x00" * 3],
+    ids=["empty", "cut", "not metakit", "a table of 4 G buffers", "a cut table"],
+)
+def test_a_header_cut_short_or_not_metakit_is_refused(header: bytes) -> None:
+    _refused(header, [bytearray(0)])
+    with pytest.raises(WireError):
+        wire.buffer_count(header)
+
+
+# --- a hostile rank 0 over gloo -----------------------------------------------------
+
+_PREFIX = struct.Struct("<HHIQ")  # status, unused, header bytes, message bytes (docs/wire-format.md)
+_WATCHED = ("os.system", "subprocess.Popen", "pickle.find_class", "exec", "compile", "import", "ctypes", "open")
+
+
+def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]]:
+    """What rank 0 sends: (case, status, header, sizes of the buffers after the frame's pool, expected error)."""
+    record = Step(4, torch.arange(128))
+    header, buffers = wire.pack(record)
+    table, body = _split(header)
+    pool = len(buffers[0])
+    runs_code = pickle.dumps(_Touch(str(marker)))
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+    with_pickle = [*body[:3], [*body[3][:position], msgspec.msgpack.Ext(_PICKLE, runs_code), *body[3][position + 1 :]]]
+    outside = [*body[:3], [*body[3][:1], _tensor_ext(_INT64, 0, 0, 1, 0, [16], [1]), *body[3][2:]]]
+    two_buffers = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<2Q2B", pool, 64, 0, 0)
+    return [
+        ("unknown status", 9, header, [], "status 9"),
+        ("a header longer than the message", 0, b"", [], "not a frame of this format"),
+        ("a message over max_bytes", 0, b"", [], "within max_bytes"),
+        ("not a metakit header", 0, b"XYZ" + header[3:], [], "not a metakit header"),
+        ("no buffer", 0, _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 0) + header[len(table) :], [], "lists no buffer"),
+        ("an unknown lane", 0, table[:-1] + b"\x03" + header[len(table) :], [], "on lane 3"),
+        ("a pool larger than the frame", 0, table[:8] + struct.pack("<Q", 1 << 20) + header[16:], [], "does not lie"),
+        ("a buffer over max_bytes", 0, two_buffers[:-10] + struct.pack("<Q", 1 << 40) + b"\0\0", [], "over max_bytes"),
+        ("a pickle that runs code", 0, _join(table, with_pickle), [], "does not read pickles"),
+        ("a tensor outside its buffer", 0, _join(two_buffers, outside), [64], "which holds 64"),
+        ("the source's error, long", 1, bytes(range(256)) * 64, [], "could not send its record"),
+    ]
+
+
+class _Touch:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (Path(self.path),))
+
+
+def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> None:
+    """Rank 0: one frame written by hand, then the buffers it lists, as a receiver will expect them."""
+    import torch.distributed as dist
+
+    from metakit.distributed import _route
+
+    route = _route(dist.group.WORLD, None)  # rank 0 follows the frame size as its receivers do
+    frame_nbytes = route.frame_nbytes
+    message = -(-(_PREFIX.size + len(header)) // 64) * 64 + (1024 if status == 0 else 0)
+    prefix = {
+        "a header longer than the message": _PREFIX.pack(0, 0, 1 << 20, 4096),
+        "a message over max_bytes": _PREFIX.pack(0, 0, 16, 1 << 60),
+    }.get(case, _PREFIX.pack(status, 0, len(header), message))
+    raw = bytearray(max(message, frame_nbytes))
+    raw[: _PREFIX.size + len(header)] = prefix + header
+    sent = torch.frombuffer(raw, dtype=torch.uint8)
+    dist.broadcast(sent[:frame_nbytes], src=0)
+    if status in (0, 1) and not case.startswith(("a header longer", "a message over")):
+        if message > frame_nbytes:
+            dist.broadcast(sent[frame_nbytes:], src=0)
+        route.saw(message)
+    for size in sizes:
+        dist.broadcast(torch.zeros(size, dtype=torch.uint8), src=0)
+
+
+def _receive_watched(case: str, expected: str, watching: list[bool]) -> str | None:
+    """Rank 1: what was wrong with how it received *case*, or ``None``."""
+    from metakit.distributed import BroadcastError, broadcast_metadata
+
+    watching[0] = True
+    try:
+        broadcast_metadata(None)
+    except BroadcastError as error:
+        if expected not in str(error) or len(str(error)) > 6000:
+            return f"{case}: {str(error)[:300]}"
+    except Exception as error:
+        return f"{case}: {type(error).__name__}: {error}"
+    else:
+        return f"{case}: a record arrived"
+    finally:
+        watching[0] = False
+    return None
+
+
+def _hostile_rank(rank: int, port: int, marker: str, out: str) -> None:
+    import torch.distributed as dist
+
+    from metakit.distributed import broadcast_metadata
+
+    timeout = datetime.timedelta(seconds=60)
+    store = dist.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=timeout)
+    events: list[str] = []
+    watching = [False]
+    if rank == 1:
+        watched = _WATCHED
+        sys.addaudithook(lambda event, _: events.append(event) if watching[0] and event.startswith(watched) else None)
+    report = []
+    for case, status, header, sizes, expected in _hostile_frames(Path(marker)):
+        if rank == 0:
+            _send_by_hand(status, header, sizes, case)
+        else:
+            report.append(_receive_watched(case, expected, watching))
+        # The group still works: an honest record goes through after every hostile frame.
+        got = broadcast_metadata(Step(2, torch.arange(2)) if rank == 0 else None)
+        if rank == 1 and not torch.equal(got.slot_mapping, torch.arange(2)):
+            report.append(f"{case}: the next record arrived wrong")
+    if rank == 1:
+        problems = [line for line in report if line] + [f"audit event {event}" for event in events]
+        Path(out).write_text("\n".join(problems) if problems else "ok")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def test_a_hostile_rank_0_makes_receivers_raise_broadcast_error_and_nothing_else(tmp_path: Path) -> None:
+    import multiprocessing
+
+    import torch.distributed as dist
+
+    store = dist.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False)
+    context = multiprocessing.get_context("spawn")
+    marker, out = tmp_path / "the pickle ran", tmp_path / "rank1.txt"
+    processes = [
+        context.Process(target=_hostile_rank, args=(rank, store.port, str(marker), str(out))) for rank in range(2)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(180)
+        if process.is_alive():
+            process.kill()
+    assert [process.exitcode for process in processes] == [0, 0], "a rank crashed or hung"
+    assert out.read_text() == "ok"
+    assert not marker.exists(), "a pickle from rank 0 ran code on rank 1"
