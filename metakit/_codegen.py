@@ -4,8 +4,9 @@ This module knows nothing about metaclasses.  ``generate`` turns the layout
 of one class into fresh function objects for it, from code that classes of
 one name and layout share.  That code comes from a template where one fits
 (``_template``) and from ``compile`` otherwise, and its source stays visible
-to ``inspect``, tracebacks and debuggers for exactly as long as some class
-holds it: the ``linecache`` entry goes with the last of them.
+to ``inspect``, tracebacks and debuggers for exactly as long as some class,
+or some function made from it, holds it: the ``linecache`` entry goes with
+the last of them, and its file name is not given to other code before.
 """
 
 from __future__ import annotations
@@ -27,22 +28,28 @@ from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
 from metakit._source import function_lines, header, unwritable, why_unwritable, writable_names
 from metakit._weak import forget_dead, live, live_items
 
-# Every generated function shares these globals: generated code reads
-# nothing else, so no class and no user object can be reached from them.
-# Sharing them also marks a function as generated (see ``is_generated``).
+# What generated code reads: nothing else, so no class and no user object can
+# be reached from it.  The functions of each class get a copy of their own,
+# which also holds the ``_Shared`` code they run under ``_SHARED``, a name
+# no generated code reads: so the code, and its ``linecache`` entry, live as
+# long as any of its functions does, even one that outlives its class (held
+# by a closure or a callback).  That key also marks a function as generated
+# (see ``is_generated``).
 _GLOBALS: Final[dict[str, Any]] = {"__builtins__": builtins, **GLOBALS}
+_SHARED: Final = "<metakit shared code>"
 
 
 def is_generated(value: object) -> bool:
     """Whether *value* is a function that this module generated."""
-    return getattr(value, "__globals__", None) is _GLOBALS
+    namespace = getattr(value, "__globals__", None)
+    return type(namespace) is dict and type(namespace.get(_SHARED)) is _Shared
 
 
 class _Shared:
     """The source and code that the live classes of one name and layout share.
 
     Its ``linecache`` entry is removed when it is collected, that is, when
-    the last class that holds it is (see ``_forget``).
+    the last class, or function, that holds it is (see ``_forget``).
     """
 
     __slots__ = ("__weakref__", "codes", "entry", "filename", "layout", "lines")
@@ -156,7 +163,9 @@ def _forget(lifetime: _Lifetime) -> None:
     in any thread, possibly while ``LOCK`` is held: so it takes no lock, and
     removes only what is its own (no other entry can take that file name
     while this one is in ``linecache``; ``forget_dead`` keeps a key that new
-    code holds).
+    code holds).  It relies on the GIL: each of its steps on ``linecache.cache``
+    and on the indexes is one operation of a dict, which no other thread's
+    interrupts (``linecache`` itself takes no lock).
     """
     entry = lifetime.entry
     filename = entry[3]
@@ -216,9 +225,11 @@ def _methods(layout: Layout, shared: _Shared, module: str, qualname: str, label:
     codes = shared.codes
     # Each function takes its name from its code (and from 3.11 on, its
     # qualified name from the code's co_qualname).
-    asdict = FunctionType(codes[ASDICT], _GLOBALS, None, _ASDICT_DEFAULTS)
-    astuple = FunctionType(codes[ASTUPLE], _GLOBALS)
-    replace = FunctionType(codes[REPLACE], _GLOBALS)
+    namespace = _GLOBALS.copy()  # (a copy per class: one per shared code would hold it, and so form a cycle)
+    namespace[_SHARED] = shared
+    asdict = FunctionType(codes[ASDICT], namespace, None, _ASDICT_DEFAULTS)
+    astuple = FunctionType(codes[ASTUPLE], namespace)
+    replace = FunctionType(codes[REPLACE], namespace)
     asdict.__module__ = astuple.__module__ = replace.__module__ = module
     if not _QUALIFIED_BY_CODE:
         for function in (asdict, astuple, replace):
@@ -414,20 +425,21 @@ def _taken(filename: str) -> bool:
 # stale entries, so running it again is harmless.
 
 
-def _guard_checkcache() -> None:
-    original = linecache.checkcache
-    if sys.version_info >= (3, 14) or hasattr(original, "__wrapped__"):
-        return  # fixed, or wrapped already (by metakit, or by someone else who knows best)
+if sys.version_info < (3, 14):
 
-    @functools.wraps(original)
-    def checkcache(filename: str | None = None) -> None:
-        while True:
-            try:
-                return original(filename)
-            except KeyError:  # an entry went away while it ran
-                continue
+    def _guard_checkcache() -> None:
+        original = linecache.checkcache
+        if hasattr(original, "__wrapped__"):
+            return  # wrapped already (by metakit, or by someone else who knows best)
 
-    linecache.checkcache = checkcache
+        @functools.wraps(original)
+        def checkcache(filename: str | None = None) -> None:
+            while True:
+                try:
+                    return original(filename)
+                except KeyError:  # an entry went away while it ran
+                    continue
 
+        linecache.checkcache = checkcache
 
-_guard_checkcache()
+    _guard_checkcache()

@@ -160,7 +160,11 @@ def layout_of(cls: type) -> Layout:
 
 
 _PLAIN_LAYOUTS: Final[tuple[dict[tuple[str, ...], Layout], dict[tuple[str, ...], Layout]]] = ({}, {})
-"""The layouts of plain fields met last, by their names: by keyword (``[0]``) and by position (``[1]``)."""
+"""The layouts of plain fields met last, by their names: by keyword (``[0]``) and by position (``[1]``).
+
+Read and written without a lock (the function forms make layouts outside
+``LOCK``): each step is one operation of a dict, which the GIL keeps whole.
+"""
 _MOST_PLAIN_LAYOUTS: Final = 256
 
 

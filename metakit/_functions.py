@@ -63,7 +63,12 @@ def _is_held(held: object, value: object) -> bool:
 
 
 _plain: Final[weakref.WeakKeyDictionary[type, _PlainEntry]] = weakref.WeakKeyDictionary()
-"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make (see ``_plain_entry``)."""
+"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make (see ``_plain_entry``).
+
+Read and written without ``LOCK`` (two threads may each make an entry for a
+class; either serves it): each step is one operation of the dict, which the
+GIL keeps whole.
+"""
 
 
 def _calls(cls: type) -> tuple[object, ...]:

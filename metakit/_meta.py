@@ -41,8 +41,9 @@ _M = TypeVar("_M", bound="ZeroCopyFields")
 # Every class ZeroCopyFields made, by the order in which they were made (see
 # ``_weak``).  It takes no lock: each key is taken once, and the dict changes
 # only by single operations, so classes made at once in many threads each get
-# in.  Dead references are dropped whenever it has doubled since the last
-# time, which costs O(1) a class: less than a callback for each.
+# in (this relies on the GIL, which keeps ``next(_made)`` and each operation
+# of the dict whole).  Dead references are dropped whenever it has doubled
+# since the last time, which costs O(1) a class: less than a callback for each.
 _registry: Final[dict[int, weakref.ref[type]]] = {}
 _made = count()
 _prune_at = 64

@@ -62,7 +62,10 @@ def unwritable(names: Sequence[object]) -> object | None:
 
 
 _WRITABLE: Final[set[tuple[str, ...]]] = set()
-"""Lists of names ``writable_names`` found writable (names only; emptied past ``_MOST_WRITABLE``)."""
+"""Lists of names ``writable_names`` found writable (names only; emptied past ``_MOST_WRITABLE``).
+
+Read and written without a lock: each step is one operation of a set, which the GIL keeps whole.
+"""
 _MOST_WRITABLE: Final = 1024
 _JUST_STR: Final = {str}
 

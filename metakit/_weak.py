@@ -9,6 +9,12 @@ of a Python method call for each operation, which class creation cannot
 afford.)  An owner that must also see the dict and what it holds as one (a
 file name looked up, then taken) locks.
 
+This relies on the GIL: that a single operation of a dict that runs in C,
+and a callback that the collector runs, is not interleaved with another
+thread's.  The free-threaded builds (3.13t, 3.14t) lock each dict in its
+own operations, which keeps each of them whole too, but metakit has not been
+run on them: none can be had where it is tested.
+
 An entry whose value has died goes one of two ways:
 
 - the reference's callback takes it out with ``forget_dead``, which removes

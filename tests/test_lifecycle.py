@@ -309,3 +309,131 @@ def test_the_caches_of_layouts_are_bounded():
         make_dataclass(f"Bounded{i}", [f"bounded_{i}"], bases=(ZeroCopy,))
     assert all(len(known) <= _fields._MOST_PLAIN_LAYOUTS for known in _fields._PLAIN_LAYOUTS)
     assert len(_codegen._by_layout) <= _codegen._MOST_BY_LAYOUT
+
+
+# --- issue 24: a class made in a loop is freed, through every public entry point, on every version ---
+
+# On 3.14 and later, a dataclass's ``__init__`` holds its class through its
+# ``__annotate__``, and a field annotated with its own class holds it
+# through a forward reference's owner: the classes are made from source
+# compiled without ``from __future__ import annotations`` (as most modules
+# are), so that each version makes them as it makes them for users.
+_LOOPED_SOURCE = """
+from dataclasses import dataclass, field, make_dataclass
+from metakit import OMIT, ZeroCopy, ZeroCopyFields
+
+def decorated(plain):
+    @dataclass
+    class Node(*(() if plain else (ZeroCopy,))):
+        value: int
+        parent: {node} = None
+        wrapper: object = field(default=None, metadata=OMIT)
+
+        def __post_init__(self):
+            super().__init__()  # a method that holds the class in its __class__ cell
+    return Node
+
+def slotted():
+    @dataclass(slots=True, frozen=True, kw_only=True)
+    class Node(ZeroCopy):
+        value: int
+        parent: {node} = None
+    return Node
+
+def by_metaclass():
+    @dataclass
+    class Node(metaclass=ZeroCopyFields):
+        value: int
+        parent: {node} = None
+    return Node
+
+def undecorated():
+    @dataclass
+    class Node(ZeroCopy):
+        value: int
+        parent: {node} = None
+    class Leaf(Node):
+        pass
+    return Leaf
+
+def made():
+    return make_dataclass("Node", [("value", int), ("parent", object, None)], bases=(ZeroCopy,))
+"""
+
+
+def _looped_makers() -> dict[str, Any]:
+    node = "Node | None" if sys.version_info >= (3, 14) else "'Node | None'"  # deferred from 3.14 on: never evaluated
+    namespace: dict[str, Any] = {"__name__": __name__}  # (a module dataclasses can find, for string annotations)
+    exec(compile(_LOOPED_SOURCE.format(node=node), "<looped>", "exec", dont_inherit=True), namespace)
+    return {
+        "@dataclass on ZeroCopy": lambda: namespace["decorated"](False),
+        "@dataclass(slots=True, frozen=True, kw_only=True)": namespace["slotted"],
+        "metaclass=ZeroCopyFields": namespace["by_metaclass"],
+        "an undecorated subclass": namespace["undecorated"],
+        "make_dataclass": namespace["made"],
+        "a plain @dataclass": lambda: namespace["decorated"](True),
+    }
+
+
+def _use_every_entry_point(cls: type) -> None:
+    """Each public way in: the methods, the function forms, replace, the source, metakit.testing, the registry."""
+    obj = cls(value=1)
+    metakit.asdict_zerocopy(obj, skip_fields={"value"})
+    metakit.astuple_zerocopy(obj)
+    metakit.replace(obj, value=2)
+    if sys.version_info >= (3, 13):
+        import copy
+
+        copy.replace(obj, value=3)
+    metakit.generated_source(cls)
+    metakit.testing.assert_zerocopy(obj)
+    metakit.testing.assert_zerocopy_class(cls)
+    if isinstance(cls, metakit.ZeroCopyFields):
+        obj.asdict_zerocopy()
+        obj.astuple_zerocopy()
+        obj.__replace__(value=4)
+        assert cls in metakit.zerocopy_classes()
+    try:
+        metakit.asdict_zerocopy(obj, skip_fields={"no such field"})
+    except ValueError:
+        traceback.format_exc()  # a traceback through the generated code, its lines read from linecache
+    if isinstance(cls, metakit.ZeroCopyFields):
+        inspect.getsource(cls.astuple_zerocopy)
+
+
+@pytest.mark.parametrize("way", list(_looped_makers()))
+def test_a_class_made_in_a_loop_is_freed_through_every_public_entry_point(way):
+    make = _looped_makers()[way]
+    before = metakit_entries()
+    refs = []
+    for _ in range(30):
+        cls = make()
+        _use_every_entry_point(cls)
+        refs.append(weakref.ref(cls))
+        del cls
+    gc.collect()
+    assert [ref for ref in refs if ref() is not None] == []
+    assert metakit_entries() <= before  # their linecache entries went with them
+
+
+def test_a_method_that_outlives_its_class_keeps_its_source_while_another_class_takes_the_name():
+    # Issue 24: the linecache entry went with the class while a method held
+    # elsewhere (a closure, a callback) still ran its code, so the next class
+    # of that name took the file name, and the old code showed the new source.
+    cls = make_dataclass("Outlived", ["a", "b"], bases=(ZeroCopy,))
+    held, gone = cls.asdict_zerocopy, weakref.ref(cls)
+    del cls
+    gc.collect()
+    assert gone() is None
+    other = make_dataclass("Outlived", ["x", "y", "z"], bases=(ZeroCopy,))
+    assert held.__code__.co_filename != other.asdict_zerocopy.__code__.co_filename
+    assert "'a': self.a," in inspect.getsource(held)
+    assert "'x': self.x," in inspect.getsource(other.asdict_zerocopy)
+    try:
+        held(object())
+    except AttributeError:
+        assert "'a': self.a," in traceback.format_exc()  # the line of the held code, not the new class's
+    filename = held.__code__.co_filename
+    del held
+    gc.collect()
+    assert filename not in linecache.cache  # it goes with the last function that holds it
