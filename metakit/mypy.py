@@ -123,7 +123,7 @@ from mypy.typeops import make_simplified_union
 from metakit import _functions, _meta
 from metakit._fields import ASDICT, ASTUPLE, OMIT_KEY, is_omitted
 
-__version__ = "2"
+__version__ = "3"
 """The plugin's own version: bump it when its behaviour changes, so that
 mypy's caches made with the old behaviour go stale."""
 
@@ -186,8 +186,10 @@ class ZeroCopyPlugin(Plugin):
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         # *fullname* names the receiver's class, not the one that defines the
-        # method, so the hook itself checks that the method is metakit's.
-        method = fullname.rpartition(".")[2]
+        # method, so the hook itself checks that the method is metakit's.  A
+        # receiver typed by a TypeVar has no class for mypy to name: it passes
+        # the callee's own name instead, "asdict_zerocopy of ZeroCopy".
+        method = fullname.rpartition(".")[2].partition(" of ")[0]
         if method == ASDICT:
             return _asdict_method
         if method == ASTUPLE:

@@ -1,7 +1,7 @@
 """Bad usage: mypy must report an error on each line commented "E: why", and on no other."""
 
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Dict, TypeVar
 
 from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
 from engine_models import Box, Direct, IntBox
@@ -111,3 +111,11 @@ def typed_dict_methods_stay_checked(meta: PagedMetadata) -> None:
     d = meta.asdict_zerocopy()
     d.update({"num_prefils": 2})  # E: no such key
     d.update({"num_prefills": "2"})  # E: a str for an int
+
+
+SteppedT = TypeVar("SteppedT", bound=FlashInferMetadata)
+
+
+def typevar_receiver_keys_stay_checked(meta: SteppedT) -> None:
+    meta.asdict_zerocopy()["attn_bias"]  # E: not a field
+    meta.asdict_zerocopy(skip_fields={"slot_mappings"})  # E: not a field

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
 from engine_models import (
@@ -155,6 +155,19 @@ def method_forms(meta: FlashInferMetadata) -> None:
     assert_type(d["page_size"], int)
     forward(**d)
     FlashInferMetadata(**d, workspace_size=1)
+
+
+MetaT = TypeVar("MetaT", bound=FlashInferMetadata)
+
+
+def typevar_receivers(meta: MetaT) -> MetaT:
+    """A receiver typed by a TypeVar gets what its bound gets (issue 24: it got dict[str, Any])."""
+    assert_type(meta.asdict_zerocopy(), FlashInferDict)
+    assert_type(meta.asdict_zerocopy(skip_fields={"slot_mapping"}), FlashInferSkippedDict)
+    assert_type(meta.astuple_zerocopy(), tuple[int, int, int, Tensor, bool, Tensor | None, int, str])
+    assert_type(metakit.asdict_zerocopy(meta), FlashInferDict)
+    forward(**meta.asdict_zerocopy())
+    return meta
 
 
 def non_literal_skip(meta: FlashInferMetadata, skip: Iterable[str], names: set[str]) -> None:
