@@ -928,3 +928,44 @@ def test_copy_replace_runs_the_generated_replace():
     finally:
         sys.setprofile(None)
     assert ran == [generated.__code__]
+
+
+_DEFERRED_SOURCE = """
+from dataclasses import dataclass, field
+from metakit import OMIT, ZeroCopy
+
+@dataclass
+class Deferred(ZeroCopy):
+    first: counted() = 0
+    defined_later: Later = None
+    omitted: counted() = field(default=None, metadata=OMIT)
+
+class Later:
+    pass
+"""
+
+
+def test_no_entry_point_evaluates_a_classs_annotations():
+    # DESIGN: classes never have their annotations evaluated.  The source has
+    # no ``from __future__ import annotations``: before 3.14 the class body
+    # evaluates ``counted()`` itself and ``Later`` must be defined before it;
+    # from 3.14 on (PEP 649/749) only dataclasses reads the annotations, once,
+    # the way it reads them, and metakit never reads them again.
+    evaluations = []
+    namespace: dict[str, Any] = {"__name__": __name__, "counted": lambda: evaluations.append(1) or int}
+    source = _DEFERRED_SOURCE
+    if sys.version_info < (3, 14):
+        source = source.replace("defined_later: Later", "defined_later: object")
+    exec(compile(source, "<deferred>", "exec", dont_inherit=True), namespace)
+    Deferred = namespace["Deferred"]
+    after_creation = len(evaluations)
+    assert after_creation >= 1  # the annotations were read by someone: the counter works
+    obj = Deferred()
+    assert obj.asdict_zerocopy() == {"first": 0, "defined_later": None}
+    assert metakit.asdict_zerocopy(obj) == {"first": 0, "defined_later": None}
+    assert obj.astuple_zerocopy() == (0, None)
+    assert metakit.replace(obj, first=1).first == 1
+    assert "'first': self.first," in metakit.generated_source(Deferred)
+    metakit.testing.assert_zerocopy(obj)
+    metakit.testing.assert_zerocopy_class(Deferred)
+    assert len(evaluations) == after_creation
