@@ -53,6 +53,8 @@ class _Spec(NamedTuple):
     name: str
     explain: Callable[[object, str], _Mismatch | None]
     """``explain(value, path)``: the first mismatch in *value*, or ``None``."""
+    kinds: frozenset[type] = frozenset()
+    """For a check of plain types alone: the exact types it accepts, so that a list is checked in C."""
 
 
 class _Mismatch(NamedTuple):
@@ -65,29 +67,29 @@ def _type_name(value: object) -> str:
     return type(value).__qualname__
 
 
-def _leaf(name: str, check: Check) -> _Spec:
+def _leaf(name: str, check: Check, kinds: frozenset[type] = frozenset()) -> _Spec:
     def explain(value: object, path: str) -> _Mismatch | None:
         return None if check(value) else _Mismatch(name, path, value)
 
-    return _Spec(check, name, explain)
+    return _Spec(check, name, explain, kinds)
 
 
-def _exact(*kinds: type) -> Check:
+def _exact(name: str, *kinds: type) -> _Spec:
     if len(kinds) == 1:
         (kind,) = kinds
-        return lambda value: type(value) is kind
-    return lambda value: type(value) in kinds
+        return _leaf(name, lambda value: type(value) is kind, frozenset(kinds))
+    return _leaf(name, lambda value: type(value) in kinds, frozenset(kinds))
 
 
 _SCALARS: Final = {
-    bool: _leaf("bool", _exact(bool)),
-    int: _leaf("int", _exact(int, bool)),
-    float: _leaf("float", _exact(float, int, bool)),
-    str: _leaf("str", _exact(str)),
-    bytes: _leaf("bytes", _exact(bytes)),
-    type(None): _leaf("None", _exact(type(None))),
-    torch.dtype: _leaf("torch.dtype", _exact(torch.dtype)),
-    torch.device: _leaf("torch.device", _exact(torch.device)),
+    bool: _exact("bool", bool),
+    int: _exact("int", int, bool),
+    float: _exact("float", float, int, bool),
+    str: _exact("str", str),
+    bytes: _exact("bytes", bytes),
+    type(None): _exact("None", type(None)),
+    torch.dtype: _exact("torch.dtype", torch.dtype),
+    torch.device: _exact("torch.device", torch.device),
     torch.Tensor: _leaf("torch.Tensor", lambda value: isinstance(value, torch.Tensor)),
 }
 
@@ -114,6 +116,10 @@ def _union(options: list[_Spec]) -> _Spec:
         def check(value: object) -> bool:
             return value is None or other(value)
 
+    kinds = frozenset().union(*(option.kinds for option in options))
+    if all(option.kinds for option in options):
+        return _Spec(check, name, explain, kinds)
+
     def explain(value: object, path: str) -> _Mismatch | None:
         if check(value):
             return None
@@ -128,10 +134,15 @@ def _union(options: list[_Spec]) -> _Spec:
 
 
 def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
-    item_check = item.check
+    item_check, kinds = item.check, item.kinds
 
     def check(value: object) -> bool:
         return type(value) in container and all(map(item_check, value))  # type: ignore[call-overload]
+
+    if kinds:  # list[int], the usual list: the items' types gathered in C, then compared once
+
+        def check(value: object) -> bool:
+            return type(value) in container and kinds.issuperset(map(type, value))  # type: ignore[call-overload]
 
     def explain(value: object, path: str) -> _Mismatch | None:
         if type(value) not in container:

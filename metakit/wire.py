@@ -84,7 +84,7 @@ import torch
 
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
-from metakit._wire_types import ANYTHING, FieldChecks, field_checks, mismatch
+from metakit._wire_types import FieldChecks, field_checks, mismatch
 
 __all__ = ["FORMAT", "Packed", "WireError", "buffer_count", "pack", "unpack"]
 
@@ -239,7 +239,18 @@ class _Codec:
     record of the class first travels.
     """
 
-    __slots__ = ("_checks", "default_names", "digest", "fields", "init", "name", "position", "required", "travelling")
+    __slots__ = (
+        "_checks",
+        "default_names",
+        "digest",
+        "fields",
+        "init",
+        "later",
+        "name",
+        "position",
+        "required",
+        "travelling",
+    )
 
     def __init__(self, cls: type) -> None:
         all_fields = fields(cls)
@@ -250,6 +261,8 @@ class _Codec:
         self.default_names = tuple(f.name for f in all_fields if not is_omitted(f))
         self.travelling = frozenset(self.default_names)
         self.init = frozenset(f.name for f in all_fields if f.init)
+        self.later = any(not f.init for f in all_fields)
+        """Whether the class has ``init=False`` fields, set after ``__init__``."""
         parameters = _signature(cls).parameters.values()
         self.required = frozenset(
             p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
@@ -431,6 +444,11 @@ def _table_struct(count: int) -> struct.Struct:
 _PLAIN: Final = frozenset({int, float, str, bytes, bool, type(None)})
 """The types msgpack carries as they are (``int`` within 64 bits)."""
 
+_SCALARS: Final = _PLAIN - {int}
+"""The plain types that need no check: a list of them travels as it is."""
+
+_INTS: Final = frozenset({int, bool})
+
 
 class _Packer:
     """Turns one record into msgpack-ready values, placing its tensors' bytes in buffers as it goes."""
@@ -483,12 +501,19 @@ class _Packer:
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
         if kind is list:
-            return [self.value(item) for item in value]  # type: ignore[attr-defined]
+            return self.list(value)  # type: ignore[arg-type]
         if kind is tuple:
             return msgspec.msgpack.Ext(_TUPLE, _encoder.encode([self.value(item) for item in value]))  # type: ignore[attr-defined]
         if kind is dict:
             return self.dict(value)  # type: ignore[arg-type]
         return self.other(value, kind)
+
+    def list(self, value: list[Any]) -> list[Any]:
+        # The usual list, of ints or of other plain values, is checked in C and travels as it is.
+        kinds = set(map(type, value))
+        if kinds <= _SCALARS or (kinds <= _INTS and min(value) >= _MIN_INT and max(value) <= _MAX_INT):
+            return value
+        return [self.value(item) for item in value]
 
     def dict(self, value: dict[Any, Any]) -> dict[str | int, Any]:
         for key in value:
@@ -1026,13 +1051,14 @@ class _Reader:
         if len(values) != len(names):
             raise WireError(f"{qualname}: {len(names)} fields travel, but {len(values)} values arrived")
         checks = codec.checks(cls)
+        check = checks.checks
         for field_name, value in zip(names, values, strict=True):
-            if not _plain_keys(value):
+            if type(value) in _CONTAINERS and not _plain_keys(value):
                 raise WireError(f"{qualname}: a dict with a key that is not a str or an int, at `$.{field_name}`")
-            if checks.checks[field_name] is not ANYTHING and not checks.checks[field_name](value):
+            if not check[field_name](value):
                 raise WireError(f"{qualname}: {mismatch(checks, field_name, value)}")
         arguments = dict(zip(names, values, strict=True))
-        later = [name for name in names if name not in codec.init]
+        later = [name for name in names if name not in codec.init] if codec.later else ()
         for name in later:
             del arguments[name]
         try:
@@ -1067,13 +1093,14 @@ def _plain_keys(value: object) -> bool:
     """Whether every dict in *value* has only ``str`` and ``int`` keys (msgpack allows other keys)."""
     kind = type(value)
     if kind is dict:
-        return all(
-            (type(key) is str or type(key) is int) and _plain_keys(item)
-            for key, item in value.items()  # type: ignore[attr-defined]
-        )
+        return _KEYS.issuperset(map(type, value)) and all(map(_plain_keys, value.values()))  # type: ignore[attr-defined]
     if kind is list or kind is tuple:
-        return all(map(_plain_keys, value))  # type: ignore[call-overload]
+        return _CONTAINERS.isdisjoint(map(type, value)) or all(map(_plain_keys, value))  # type: ignore[call-overload]
     return True
+
+
+_KEYS: Final = frozenset({str, int})
+_CONTAINERS: Final = frozenset({dict, list, tuple})
 
 
 def _device(text: bytes) -> torch.device:
