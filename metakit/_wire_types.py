@@ -107,18 +107,17 @@ def _union(options: list[_Spec]) -> _Spec:
     name = " | ".join(option.name for option in options)
     others = tuple(option.check for option in options if option is not _SCALARS[type(None)])
 
-    def check(value: object) -> bool:
+    def any_of(value: object) -> bool:
         return any(one(value) for one in checks)
 
+    check = any_of
     if len(others) == 1 and len(checks) == 2:  # Optional[X], the usual union
         (other,) = others
 
-        def check(value: object) -> bool:
+        def optional(value: object) -> bool:
             return value is None or other(value)
 
-    kinds = frozenset().union(*(option.kinds for option in options))
-    if all(option.kinds for option in options):
-        return _Spec(check, name, explain, kinds)
+        check = optional
 
     def explain(value: object, path: str) -> _Mismatch | None:
         if check(value):
@@ -130,19 +129,20 @@ def _union(options: list[_Spec]) -> _Spec:
                 return found
         return _Mismatch(name, path, value)
 
-    return _Spec(check, name, explain)
+    kinds: frozenset[type] = frozenset().union(*(option.kinds for option in options))
+    return _Spec(check, name, explain, kinds if all(option.kinds for option in options) else frozenset())
 
 
 def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
     item_check, kinds = item.check, item.kinds
 
-    def check(value: object) -> bool:
+    def each(value: object) -> bool:
         return type(value) in container and all(map(item_check, value))  # type: ignore[call-overload]
 
-    if kinds:  # list[int], the usual list: the items' types gathered in C, then compared once
+    def of_kinds(value: object) -> bool:  # list[int], the usual list: the items' types gathered in C
+        return type(value) in container and kinds.issuperset(map(type, value))  # type: ignore[call-overload]
 
-        def check(value: object) -> bool:
-            return type(value) in container and kinds.issuperset(map(type, value))  # type: ignore[call-overload]
+    check = of_kinds if kinds else each
 
     def explain(value: object, path: str) -> _Mismatch | None:
         if type(value) not in container:

@@ -77,7 +77,7 @@ import weakref
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
-from typing import Any, Final, NamedTuple, NoReturn
+from typing import Any, Final, NamedTuple, NoReturn, cast
 
 import msgspec
 import torch
@@ -501,21 +501,21 @@ class _Packer:
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
         if kind is list:
-            return self.list(value)  # type: ignore[arg-type]
+            return self.plain_list(value)  # type: ignore[arg-type]
         if kind is tuple:
             return msgspec.msgpack.Ext(_TUPLE, _encoder.encode([self.value(item) for item in value]))  # type: ignore[attr-defined]
         if kind is dict:
-            return self.dict(value)  # type: ignore[arg-type]
+            return self.plain_dict(value)  # type: ignore[arg-type]
         return self.other(value, kind)
 
-    def list(self, value: list[Any]) -> list[Any]:
+    def plain_list(self, value: list[Any]) -> list[Any]:
         # The usual list, of ints or of other plain values, is checked in C and travels as it is.
         kinds = set(map(type, value))
         if kinds <= _SCALARS or (kinds <= _INTS and min(value) >= _MIN_INT and max(value) <= _MAX_INT):
             return value
         return [self.value(item) for item in value]
 
-    def dict(self, value: dict[Any, Any]) -> dict[str | int, Any]:
+    def plain_dict(self, value: dict[Any, Any]) -> dict[str | int, Any]:
         for key in value:
             if type(key) is not str and type(key) is not int:
                 raise _Refused(f"a dict key of type {type(key).__qualname__} cannot travel (only str and int)")
@@ -1093,7 +1093,8 @@ def _plain_keys(value: object) -> bool:
     """Whether every dict in *value* has only ``str`` and ``int`` keys (msgpack allows other keys)."""
     kind = type(value)
     if kind is dict:
-        return _KEYS.issuperset(map(type, value)) and all(map(_plain_keys, value.values()))  # type: ignore[attr-defined]
+        mapping = cast("dict[object, object]", value)
+        return _KEYS.issuperset(map(type, mapping)) and all(map(_plain_keys, mapping.values()))
     if kind is list or kind is tuple:
         return _CONTAINERS.isdisjoint(map(type, value)) or all(map(_plain_keys, value))  # type: ignore[call-overload]
     return True
