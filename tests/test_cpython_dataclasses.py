@@ -162,8 +162,11 @@ def _differences(obj: object) -> list[str]:
 
 
 @contextmanager
-def _instances_checked(differences: list[str]) -> Iterator[None]:
-    """Within it, each dataclass instance an ``__init__`` returns is checked; what differs goes to *differences*."""
+def _instances_checked(differences: list[str], checked: list[type] | None = None) -> Iterator[None]:
+    """Within it, each dataclass instance an ``__init__`` returns is checked; what differs goes to *differences*.
+
+    The class of each instance checked goes to *checked*, if given.
+    """
 
     def profile(frame: types.FrameType, event: str, arg: object) -> None:
         code = frame.f_code
@@ -174,6 +177,8 @@ def _instances_checked(differences: list[str]) -> Iterator[None]:
             sys.setprofile(None)  # the check's own calls are not checked
             try:
                 differences.extend(_differences(obj))
+                if checked is not None:
+                    checked.append(type(obj))
             finally:
                 sys.setprofile(profile)
 
@@ -262,3 +267,14 @@ def test_an_instance_whose_methods_differ_from_the_reference_is_reported() -> No
     assert differences == [
         "Broken: obj.asdict_zerocopy() returned {'y': 2, 'x': 1}; the reference returned (['x', 'y'], [1, 2])"
     ]
+
+
+def test_the_suites_instances_are_checked():
+    test_id = f"{_SUITE}.TestCase.test_1_field_compare"
+    differences: list[str] = []
+    checked: list[type] = []
+    with _made_by_zerocopyfields(), _instances_checked(differences, checked):
+        _cases[test_id].run(unittest.TestResult())
+    assert checked
+    assert all(isinstance(cls, ZeroCopyFields) for cls in checked)
+    assert differences == []
