@@ -49,9 +49,10 @@ values pickled instead, and the receiver reads them only if it says so too:
 modules already imported), or ``allow_pickle={"module.Name", ...}`` only
 those globals.  Either trusts the peer: a pickle can run code.
 
-The tensors under 1 MiB share one buffer, each at a 64-byte aligned offset;
-a larger one is a buffer of its own, sent straight from the tensor's memory
-(``pack`` returns a ``memoryview`` of it, not a copy).  A dense tensor keeps
+The small tensors share one buffer, each at a 64-byte aligned offset; a
+larger one (64 KiB in ``pack``, 1 MiB on a broadcast) is a buffer of its
+own, sent straight from the tensor's memory (``pack`` returns a
+``memoryview`` of it, not a copy).  A dense tensor keeps
 its strides; one with gaps or overlaps (a slice with a step, an ``expand``)
 arrives contiguous.  The same tensor object twice arrives as one object.  A
 tensor whose memory lies within that of a dense tensor sent before it (a
@@ -106,7 +107,16 @@ ALIGN: Final = 64
 """Each tensor in a shared buffer starts at a multiple of this many bytes."""
 
 OWN_BUFFER: Final = 1 << 20
-"""A tensor of this many bytes or more travels as a buffer of its own."""
+"""On a broadcast, a tensor of this many bytes or more travels as a buffer of its own.
+
+Below it, copying the bytes into the frame costs less than a collective.
+"""
+
+PACK_OWN_BUFFER: Final = 64 << 10
+"""In ``pack``, a tensor of this many bytes or more is a buffer of its own: a view of its memory.
+
+Below it, copying the bytes costs less than making that view.
+"""
 
 _MAX_INT: Final = (1 << 64) - 1
 _MIN_INT: Final = -(1 << 63)
@@ -414,6 +424,7 @@ def pack_outgoing(
     lanes: Mapping[str, int],
     caller: str,
     allow_pickle: bool = False,
+    own_buffer: int = OWN_BUFFER,
 ) -> Outgoing:
     """Pack *obj*; the tensors on a device type that *lanes* maps to 1 go in lane 1's buffers, the rest in lane 0's.
 
@@ -421,7 +432,7 @@ def pack_outgoing(
     that cannot travel.
     """
     cls = _check_record(obj, caller)
-    packer = _Packer(lanes, allow_pickle)
+    packer = _Packer(lanes, allow_pickle, own_buffer)
     body = packer.record(obj, cls, skip_fields)
     table = [BufferSpec(nbytes, lane) for lane, nbytes in enumerate(packer.pool_nbytes)]
     table += [BufferSpec(own.span.numel(), own.lane) for own in packer.own]
@@ -453,8 +464,9 @@ _INTS: Final = frozenset({int, bool})
 class _Packer:
     """Turns one record into msgpack-ready values, placing its tensors' bytes in buffers as it goes."""
 
-    def __init__(self, lanes: Mapping[str, int], allow_pickle: bool) -> None:
+    def __init__(self, lanes: Mapping[str, int], allow_pickle: bool, own_buffer: int) -> None:
         self.lanes = lanes
+        self.own_buffer = own_buffer
         self.allow_pickle = allow_pickle
         self.pools: list[list[Placement]] = [[], []] if lanes else [[]]
         self.pool_nbytes = [0, 0] if lanes else [0]
@@ -589,7 +601,7 @@ class _Packer:
                 self.regions[storage] = [(address, nbytes, index)]
             else:
                 regions.append((address, nbytes, index))
-        if nbytes >= OWN_BUFFER:
+        if nbytes >= self.own_buffer:
             buffer, offset = len(self.pools) + len(self.own), 0
             self.own.append(OwnBuffer(_span(tensor) if dense else _span(_plain(tensor).contiguous()), lane))
         else:
@@ -722,7 +734,7 @@ def fill(buffer: torch.Tensor, placements: Iterable[Placement]) -> None:
 def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle: bool = False) -> Packed:
     """The record *obj*, an instance of a dataclass made by ``ZeroCopyFields``, as a header and buffers.
 
-    The first buffer holds the tensors under 1 MiB (a new ``bytearray``),
+    The first buffer holds the tensors under 64 KiB (a new ``bytearray``),
     each larger tensor is a buffer of its own: a ``memoryview`` of its CPU
     memory, which stays alive as long as the view (a GPU tensor is copied to
     the CPU first).  *skip_fields* leaves more fields out, as in
@@ -734,7 +746,7 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     field's annotation, and a tensor that cannot travel (sparse, quantized,
     nested, on the meta device).
     """
-    outgoing = pack_outgoing(obj, skip_fields, {}, "metakit.wire.pack()", allow_pickle)
+    outgoing = pack_outgoing(obj, skip_fields, {}, "metakit.wire.pack()", allow_pickle, PACK_OWN_BUFFER)
     (placements,) = outgoing.pools
     (nbytes,) = outgoing.pool_nbytes
     shared = bytearray(nbytes)
