@@ -10,7 +10,9 @@ and their ``typing`` and ``collections.abc`` spellings, ``torch.Tensor``,
 (``Any``, a ``Protocol``, a ``TypeVar``, a ``Callable``, another class)
 accepts any value that can travel.
 
-As in typing, a ``bool`` is an ``int`` and an ``int`` is a ``float``.
+As in typing, a ``bool`` is an ``int`` and an ``int`` is a ``float``; and a
+field whose default is ``None`` accepts ``None`` (``x: torch.Tensor = None``,
+an implicit ``Optional`` as engines write it).
 
 A check is a predicate, ``check(value) -> bool``, so that a value that
 matches costs one call; only when it fails does ``mismatch`` walk the value
@@ -386,9 +388,14 @@ def field_checks(cls: type) -> FieldChecks:
     specs: dict[str, _Spec] = {}
     for f in fields(cls):
         try:
-            specs[f.name] = spec_of(_resolve(f, cls))
+            spec = spec_of(_resolve(f, cls))
         except Exception:  # an annotation that typing itself cannot take apart checks nothing
-            specs[f.name] = _ANY_SPEC
+            spec = _ANY_SPEC
+        if f.default is None and not spec.check(None):
+            # ``x: torch.Tensor = None``, as engines write it: the default is allowed
+            # too, as PEP 484 first had it (an implicit Optional).
+            spec = _union([spec, _SCALARS[type(None)]])
+        specs[f.name] = spec
     return FieldChecks({name: spec.check for name, spec in specs.items()}, specs)
 
 

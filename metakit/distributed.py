@@ -363,7 +363,7 @@ def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None, allow_p
     try:
         if obj is None:
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
-        outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle)
+        outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle=allow_pickle)
         total = _aligned(_PREFIX.size + len(outgoing.header)) + sum(outgoing.pool_nbytes)
         total += sum(own.span.numel() for own in outgoing.own)
         if total > max_bytes:

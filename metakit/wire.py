@@ -423,6 +423,7 @@ def pack_outgoing(
     skip_fields: Iterable[str] | None,
     lanes: Mapping[str, int],
     caller: str,
+    *,
     allow_pickle: bool = False,
     own_buffer: int = OWN_BUFFER,
 ) -> Outgoing:
@@ -746,7 +747,9 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     field's annotation, and a tensor that cannot travel (sparse, quantized,
     nested, on the meta device).
     """
-    outgoing = pack_outgoing(obj, skip_fields, {}, "metakit.wire.pack()", allow_pickle, PACK_OWN_BUFFER)
+    outgoing = pack_outgoing(
+        obj, skip_fields, {}, "metakit.wire.pack()", allow_pickle=allow_pickle, own_buffer=PACK_OWN_BUFFER
+    )
     (placements,) = outgoing.pools
     (nbytes,) = outgoing.pool_nbytes
     shared = bytearray(nbytes)

@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Dict, List, Optional  # noqa: UP035  # vLLM V0's spelling, on purpose
 
 import pytest
 import torch
@@ -63,6 +63,34 @@ class Bag(ZeroCopy):
 @dataclass
 class PlainRecord:
     x: int
+
+
+@dataclass
+class V0FlashAttentionMetadata(ZeroCopy):
+    """vLLM V0's spelling: typing's generics, a forward reference to its own class, a cached child record."""
+
+    num_prefills: int
+    slot_mapping: torch.Tensor
+    seq_lens: Optional[List[int]]  # noqa: UP006, UP045  # as the engine writes it
+    seq_lens_tensor: Optional[torch.Tensor]  # noqa: UP045
+    block_tables: Optional[torch.Tensor]  # noqa: UP045
+    use_cuda_graph: bool
+    multi_modal_placeholder_index_maps: Optional[Dict[str, torch.Tensor]] = None  # noqa: UP006, UP045
+    enable_kv_scales_calculation: bool = True
+    _cached_prefill_metadata: Optional["V0FlashAttentionMetadata"] = None  # noqa: UP037, UP045
+
+
+def test_records_in_an_engines_own_spelling_travel_as_written() -> None:
+    child = V0FlashAttentionMetadata(1, torch.arange(4), [4], torch.tensor([4]), None, False)
+    record = V0FlashAttentionMetadata(
+        1, torch.arange(4), [4], torch.tensor([4]), torch.zeros(1, 2), True, {"image": torch.ones(2)}, False, child
+    )
+    got = _roundtrip(record)
+    assert got._cached_prefill_metadata.seq_lens == [4]
+    _assert_equal_tensors(got.multi_modal_placeholder_index_maps["image"], torch.ones(2))
+    record.seq_lens = ["4"]  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.seq_lens\[0\]`"):
+        wire.pack(record)
 
 
 def _callback() -> Callable[[], None]:

@@ -195,6 +195,21 @@ def test_values_are_checked_against_the_declared_types_on_both_sides(name: str, 
         wire.pack(record)
 
 
+@dataclass
+class ImplicitOptional(ZeroCopy):
+    """vllm-ascend's shape: a tensor field whose default is None."""
+
+    query_start_loc: torch.Tensor = None  # type: ignore[assignment]
+    seq_lens: torch.Tensor | None = None
+
+
+def test_a_field_whose_default_is_none_accepts_none_as_engines_write_it() -> None:
+    got = wire.unpack(*wire.pack(ImplicitOptional()))
+    assert (got.query_start_loc, got.seq_lens) == (None, None)
+    with pytest.raises(TypeError, match=re.escape("Expected `torch.Tensor | None`, got `int`")):
+        wire.pack(ImplicitOptional(3))  # type: ignore[arg-type]
+
+
 def test_a_field_whose_annotation_cannot_resolve_takes_any_plain_value() -> None:
     record = _step()
     record.unresolved = (1, "two", None)  # type: ignore[assignment]
