@@ -215,6 +215,9 @@ and some dtypes (the float8 kinds) have no copy kernel of their own.
 """
 
 _encoder: Final = msgspec.msgpack.Encoder()
+_Ext: Final = msgspec.msgpack.Ext
+_STRIDED: Final = torch.strided
+_Tensor: Final = torch.Tensor
 
 
 class WireError(RuntimeError):
@@ -442,9 +445,8 @@ def pack_outgoing(
 
 def _table_bytes(table: Sequence[BufferSpec]) -> bytes:
     count = len(table)
-    return _TABLE_HEAD.pack(_MAGIC, FORMAT, count) + _table_struct(count).pack(
-        *[spec.nbytes for spec in table], *[spec.lane for spec in table]
-    )
+    sizes, lanes = zip(*table, strict=True) if table else ((), ())
+    return _TABLE_HEAD.pack(_MAGIC, FORMAT, count) + _table_struct(count).pack(*sizes, *lanes)
 
 
 @functools.cache
@@ -494,11 +496,11 @@ class _Packer:
             if not checks[name](value):
                 raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
             kind = type(value)
-            if kind in _PLAIN and kind is not int:
+            if kind in _PLAIN and (kind is not int or _MIN_INT <= value <= _MAX_INT):
                 append(value)
                 continue
             try:
-                append(self.tensor(value) if kind is torch.Tensor else self.value(value))
+                append(self.tensor(value) if kind is _Tensor else self.value(value))
             except _Refused as error:
                 raise TypeError(f"field {name!r} of {cls.__qualname__} cannot be sent ($.{name}): {error}") from None
         if len(chosen) == len(codec.default_names) and tuple(chosen) == codec.default_names:
@@ -571,9 +573,10 @@ class _Packer:
         if sent[0] != index:
             self.sent[-index - 1] = sent  # a placeholder, so that the next tensor gets the next number
             return msgspec.msgpack.Ext(_TENSOR, _SPECS[0].pack(0, 0, 0, _SAME, sent[0], 0))
-        code = _TENSOR_DTYPE_CODES.get(tensor.dtype)
+        dtype = tensor.dtype
+        code = _TENSOR_DTYPE_CODES.get(dtype)
         device = "cuda" if tensor.is_cuda else "cpu" if tensor.is_cpu else tensor.device.type
-        if code is None or tensor.layout is not torch.strided or tensor.is_nested or device not in _DEVICE_CODES:
+        if code is None or tensor.layout is not _STRIDED or tensor.is_nested or device not in _DEVICE_CODES:
             _refuse(tensor)
         shape = tensor.shape
         strides = tensor.stride()
@@ -581,17 +584,17 @@ class _Packer:
         nbytes = tensor.nbytes
         flags = _DEVICE_CODES[device] << _DEVICE_SHIFT | tensor.requires_grad
         if not nbytes:
-            return msgspec.msgpack.Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _NEW, 0, 0, *shape, *strides))
+            return _Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _NEW, 0, 0, *shape, *strides))
         address = tensor.data_ptr()
-        storage = (device, address - int(tensor.storage_offset()) * tensor.itemsize)
+        itemsize = dtype.itemsize
+        storage = (device, address - int(tensor.storage_offset()) * itemsize)
         exact = not tensor.is_conj() and not tensor.is_neg()
         regions = self.regions.get(storage)
         if regions is not None and exact and _no_overlap(shape, strides):
-            view = self.view(regions, address, shape, strides, tensor.itemsize)
+            view = self.view(regions, address, shape, strides, itemsize)
             if view is not None:
                 start, offset = view
-                spec = _SPECS[ndim].pack(code, flags, ndim, _VIEW, start, offset, *shape, *strides)
-                return msgspec.msgpack.Ext(_TENSOR, spec)
+                return _Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _VIEW, start, offset, *shape, *strides))
         dense = tensor.is_contiguous() or _is_dense(shape, strides)
         lane = self.lanes.get(device, 0) if self.lanes else 0
         if not dense:
@@ -610,8 +613,7 @@ class _Packer:
             offset = self.pool_nbytes[lane]
             self.pools[lane].append(Placement(tensor, offset, nbytes, strides, dense and exact and device == "cpu"))
             self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
-        spec = _SPECS[ndim].pack(code, flags, ndim, _NEW, buffer, offset, *shape, *strides)
-        return msgspec.msgpack.Ext(_TENSOR, spec)
+        return _Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _NEW, buffer, offset, *shape, *strides))
 
     @staticmethod
     def view(
