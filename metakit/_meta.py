@@ -266,13 +266,14 @@ def _install(cls: type, namespace: Mapping[str, Any]) -> None:
     if old is not None:
         # Made before for other fields (those an undecorated subclass of a
         # plain dataclass inherits, before its decorator adds its own; or a
-        # name ``slots=True`` changed since): let the old code go first, so
-        # that the new can take its file name.  Its functions, which the
-        # new ones replace, are still metakit's, not a user's.
+        # name ``slots=True`` changed since).  Its functions stay where they
+        # are until the new ones take their places, so that no thread finds
+        # a method missing meanwhile; they are still metakit's, not a user's.
+        # (Their code keeps its file name while they live: the new code may
+        # take a suffixed one.)
         if type(old) is GeneratedMethods:
             previous = (old.asdict, old.astuple, old.replace)
         _delete(cls, STATE)
-        del old
     methods = generate(namespace["__module__"], cls.__qualname__, layout_of(cls))
     # metakit's own writes go straight to ``type``: nothing need watch them.
     _set(cls, STATE, methods)
