@@ -65,6 +65,7 @@ This module imports torch and msgspec, and needs no numpy.
 from __future__ import annotations
 
 import ctypes
+import datetime
 import functools
 import inspect
 import io
@@ -808,6 +809,9 @@ def unpack(
     ``bytes``...) or contiguous 1-D ``uint8`` tensors.  The record's tensors
     are views of them: no copy, as long as a buffer is writable; a read-only
     one (such as ``bytes``) is copied once, since tensors may be written to.
+    A buffer that holds tensors of items wider than a byte must start at an
+    address that is a multiple of their item size (torch's kernels assume
+    it); one that does not is refused.
     A tensor that was on a GPU arrives on this process's current device of
     that kind.
 
@@ -844,7 +848,7 @@ def _as_tensor(index: int, buffer: Any) -> torch.Tensor:
         raise WireError(f"buffer {index} is not a bytes-like object or a uint8 tensor: {error}") from None
     if not view.nbytes:
         return torch.empty(0, dtype=torch.uint8)
-    return torch.frombuffer(bytearray(view) if view.readonly else view, dtype=torch.uint8)
+    return torch.frombuffer(view if not view.readonly else bytearray(view), dtype=torch.uint8)
 
 
 def unpack_tensors(
@@ -1041,9 +1045,12 @@ class _Reader:
             moved = self.typed.get((index, device, torch.uint8))
             buffer = moved[0] if moved is not None else buffer.to(local_device(device))
             self.typed[index, device, torch.uint8] = (buffer, int(buffer.storage_offset()))
-        if buffer.storage_offset() % dtype.itemsize:
-            raise WireError(f"buffer {index} does not start at a multiple of {dtype.itemsize} in its memory")
-        typed = buffer[: buffer.numel() - buffer.numel() % dtype.itemsize].view(dtype)
+        if buffer.data_ptr() % dtype.itemsize:  # torch's kernels may assume aligned elements
+            raise WireError(f"buffer {index} does not start at an address that is a multiple of {dtype.itemsize}")
+        try:
+            typed = buffer[: buffer.numel() - buffer.numel() % dtype.itemsize].view(dtype)
+        except RuntimeError as error:  # an offset in its storage that the dtype cannot take
+            raise WireError(f"buffer {index} cannot hold {dtype} elements: {error}") from None
         self.typed[index, device, dtype] = (typed, int(typed.storage_offset()))
         return self.typed[index, device, dtype]
 
@@ -1070,8 +1077,11 @@ class _Reader:
         checks = codec.checks(cls)
         check = checks.checks
         for field_name, value in zip(names, values, strict=True):
-            if type(value) in _CONTAINERS and not _plain_keys(value):
-                raise WireError(f"{qualname}: a dict with a key that is not a str or an int, at `$.{field_name}`")
+            if type(value) in _SUSPECT and not _plain_data(value):
+                raise WireError(
+                    f"{qualname}: a dict key that is not a str or an int, or a msgpack timestamp, "
+                    f"at `$.{field_name}`: neither is plain data"
+                )
             if not check[field_name](value):
                 raise WireError(f"{qualname}: {mismatch(checks, field_name, value)}")
         arguments = dict(zip(names, values, strict=True))
@@ -1106,19 +1116,24 @@ def _require_grad(index: int, tensor: torch.Tensor) -> None:
     tensor.requires_grad_()
 
 
-def _plain_keys(value: object) -> bool:
-    """Whether every dict in *value* has only ``str`` and ``int`` keys (msgpack allows other keys)."""
+def _plain_data(value: object) -> bool:
+    """Whether *value* holds only what ``pack`` sends, as far as msgpack alone could say otherwise.
+
+    msgpack allows dict keys of any type, and msgspec reads its timestamp
+    extension as a ``datetime`` by itself; nothing else that it reads can be
+    other than plain data.  The usual list, of numbers, is looked at in C.
+    """
     kind = type(value)
     if kind is dict:
         mapping = cast("dict[object, object]", value)
-        return _KEYS.issuperset(map(type, mapping)) and all(map(_plain_keys, mapping.values()))
+        return _KEYS.issuperset(map(type, mapping)) and all(map(_plain_data, mapping.values()))
     if kind is list or kind is tuple:
-        return _CONTAINERS.isdisjoint(map(type, value)) or all(map(_plain_keys, value))  # type: ignore[call-overload]
-    return True
+        return _SUSPECT.isdisjoint(map(type, value)) or all(map(_plain_data, value))  # type: ignore[call-overload]
+    return kind is not datetime.datetime
 
 
 _KEYS: Final = frozenset({str, int})
-_CONTAINERS: Final = frozenset({dict, list, tuple})
+_SUSPECT: Final = frozenset({dict, list, tuple, datetime.datetime})
 
 
 def _device(text: bytes) -> torch.device:
