@@ -47,6 +47,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import struct
+import sys
 import weakref
 from collections.abc import Iterable
 from typing import Final, TypeVar, cast
@@ -56,6 +57,7 @@ import torch.distributed as dist
 
 from metakit.wire import (
     ALIGN,
+    PACK_OWN_BUFFER,
     AllowPickle,
     BufferSpec,
     Placement,
@@ -294,23 +296,31 @@ class _Recycler:
     the same memory can serve again.  A buffer is reused only when torch's
     count of the tensors that share its storage is back to what it was
     when the buffer was new: no view of it (no tensor of a record) is
-    alive.  Only the previous call's buffers are kept.
+    alive.  torch does not count a storage object that Python holds (a
+    received tensor's ``untyped_storage()``, kept after the tensor went), so
+    the references to the buffer's storage object are compared too.  Only
+    the previous call's buffers are kept.
     """
 
     def __init__(self) -> None:
-        self.kept: list[tuple[torch.Tensor, int]] = []
-        self.taken: list[tuple[torch.Tensor, int]] = []
+        self.kept: list[tuple[torch.Tensor, int, int]] = []
+        self.taken: list[tuple[torch.Tensor, int, int]] = []
 
     def take(self, nbytes: int, device: torch.device) -> torch.Tensor:
         """A ``uint8`` tensor of *nbytes* on *device*: recycled if one is free, else new."""
         if device.type != "cpu" or nbytes < _RECYCLED:
             return torch.empty(nbytes, dtype=torch.uint8, device=device)
-        for index, (buffer, alone) in enumerate(self.kept):
-            if nbytes <= buffer.numel() <= 2 * nbytes and alone >= 0 and _use_count(buffer) == alone:
+        for index, (buffer, alone, storage_refs) in enumerate(self.kept):
+            if (
+                nbytes <= buffer.numel() <= 2 * nbytes
+                and alone >= 0
+                and _use_count(buffer) == alone
+                and sys.getrefcount(buffer.untyped_storage()) == storage_refs
+            ):
                 self.taken.append(self.kept.pop(index))
                 return buffer[:nbytes]
         buffer = torch.empty(nbytes, dtype=torch.uint8)
-        self.taken.append((buffer, _use_count(buffer)))
+        self.taken.append((buffer, _use_count(buffer), sys.getrefcount(buffer.untyped_storage())))
         return buffer[:nbytes]
 
     def done(self) -> None:
@@ -461,7 +471,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     # The table's layout is the same in every format: this rank can take
     # its part in the collectives before it reads the rest.
     try:
-        table = buffer_table(header)
+        table = buffer_table(header, 2 + (max_bytes - message_nbytes) // PACK_OWN_BUFFER)
     except WireError as error:
         raise _refused(str(error)) from None
     pool_offset = _aligned(_PREFIX.size + header_nbytes)

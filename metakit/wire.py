@@ -40,7 +40,9 @@ dtype comes from a fixed table, and its shape, strides and extent are checked
 against the buffer it lies in before a view of it is made.  So a hostile or
 broken peer can make ``unpack`` raise ``WireError``, and nothing else: no
 code runs, nothing is imported, no memory outside the buffers given is read.
-(Like any receiver, it can still send a record that is valid and wrong.)
+(Like any sender, it can still send a record that is valid and wrong; and
+the header's values take memory in proportion to its size, as with any
+decoder.)
 
 **Pickle, an explicit opt-in.**  Any other value is refused by ``pack`` with
 a ``TypeError`` naming the field.  ``pack(..., allow_pickle=True)`` sends such
@@ -75,6 +77,7 @@ import re
 import struct
 import sys
 import threading
+import types
 import weakref
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -118,6 +121,9 @@ PACK_OWN_BUFFER: Final = 64 << 10
 
 Below it, copying the bytes costs less than making that view.
 """
+
+MAX_DEPTH: Final = 64
+"""How deep lists, tuples, dicts and records may nest in a value that travels (a receiver reads them recursively)."""
 
 _MAX_INT: Final = (1 << 64) - 1
 _MIN_INT: Final = -(1 << 63)
@@ -481,6 +487,8 @@ class _Packer:
         Its length is the number of the next tensor: a tensor sent again takes
         a number too, under a negative key that no ``id`` can be.
         """
+        self.depth = 0
+        """How many containers and records the value being written lies in."""
         self.records: dict[int, tuple[int, object]] = {}
         """The records inside field values sent so far, by ``id``: their number, and the record."""
         self.regions: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
@@ -508,7 +516,7 @@ class _Packer:
             return [codec.name, codec.digest, None, values]
         return [codec.name, codec.digest, [codec.position[name] for name in chosen], values]
 
-    def value(self, value: object) -> Any:
+    def value(self, value: object) -> Any:  # noqa: PLR0911  # one return per kind of value
         kind = type(value)
         if kind in _PLAIN:
             if kind is int and not _MIN_INT <= value <= _MAX_INT:  # type: ignore[operator]
@@ -516,13 +524,22 @@ class _Packer:
             return value
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
-        if kind is list:
-            return self.plain_list(value)  # type: ignore[arg-type]
-        if kind is tuple:
-            return msgspec.msgpack.Ext(_TUPLE, _encoder.encode([self.value(item) for item in value]))  # type: ignore[attr-defined]
-        if kind is dict:
-            return self.plain_dict(value)  # type: ignore[arg-type]
-        return self.other(value, kind)
+        if kind is torch.dtype or kind is torch.device:
+            return self.other(value, kind)
+        # A container, a record or a pickle: one level deeper.
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Refused(f"it is nested more than {MAX_DEPTH} levels deep, or holds itself")
+        try:
+            if kind is list:
+                return self.plain_list(value)  # type: ignore[arg-type]
+            if kind is tuple:
+                return _Ext(_TUPLE, _encoder.encode([self.value(item) for item in value]))  # type: ignore[attr-defined]
+            if kind is dict:
+                return self.plain_dict(value)  # type: ignore[arg-type]
+            return self.other(value, kind)
+        finally:
+            self.depth -= 1
 
     def plain_list(self, value: list[Any]) -> list[Any]:
         # The usual list, of ints or of other plain values, is checked in C and travels as it is.
@@ -740,8 +757,8 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
 
     The first buffer holds the tensors under 64 KiB (a new ``bytearray``),
     each larger tensor is a buffer of its own: a ``memoryview`` of its CPU
-    memory, which stays alive as long as the view (a GPU tensor is copied to
-    the CPU first).  *skip_fields* leaves more fields out, as in
+    memory, which keeps the tensor alive as long as the view (a GPU tensor
+    is copied to the CPU first); do not resize its storage meanwhile.  *skip_fields* leaves more fields out, as in
     ``asdict_zerocopy``.
 
     A value that is not plain data (see the module's docstring) raises
@@ -772,11 +789,29 @@ def _memoryview(span: torch.Tensor) -> memoryview:
 # --- the receiver --------------------------------------------------------------
 
 
-def buffer_table(header: bytes | bytearray | memoryview) -> list[BufferSpec]:
+def buffer_table(header: bytes | bytearray | memoryview, most: int | None = None) -> list[BufferSpec]:
     """The sizes and lanes of the buffers that travel with *header*, read without reading the rest.
 
-    This part has the same layout in every format.
+    This part has the same layout in every format.  A table of more than
+    *most* buffers is refused before it is read; so is one that breaks the
+    sender's rules: lanes 0 and 1 only, and every buffer after the first
+    two (the lanes' shared buffers) at least ``PACK_OWN_BUFFER`` bytes, as
+    only a large tensor has a buffer of its own.
     """
+    count = buffer_count(header)
+    if most is not None and count > most:
+        raise WireError(f"the header lists {count} buffers, more than the {most} that can be given here")
+    values = (_table_struct(count) if count < 64 else struct.Struct(f"<{count}Q{count}B")).unpack_from(
+        header, _TABLE_HEAD.size
+    )
+    sizes, lanes = values[:count], values[count:]
+    if any(lane > 1 for lane in lanes) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
+        raise WireError("the header's buffer table lists a lane other than 0 and 1, or a small buffer of its own")
+    return [BufferSpec(nbytes, lane) for nbytes, lane in zip(sizes, lanes, strict=True)]
+
+
+def buffer_count(header: bytes | bytearray | memoryview) -> int:
+    """How many buffers travel with *header* (read from its first bytes, checked to hold their table)."""
     try:
         magic, _, count = _TABLE_HEAD.unpack_from(header)
     except struct.error:
@@ -785,15 +820,7 @@ def buffer_table(header: bytes | bytearray | memoryview) -> list[BufferSpec]:
         raise WireError("this is not a metakit header")
     if _TABLE_HEAD.size + 9 * count > len(header):
         raise WireError(f"the header lists {count} buffers, but is cut short before their table ends")
-    values = (_table_struct(count) if count < 64 else struct.Struct(f"<{count}Q{count}B")).unpack_from(
-        header, _TABLE_HEAD.size
-    )
-    return [BufferSpec(nbytes, lane) for nbytes, lane in zip(values[:count], values[count:], strict=True)]
-
-
-def buffer_count(header: bytes | bytearray | memoryview) -> int:
-    """How many buffers travel with *header*."""
-    return len(buffer_table(header))
+    return int(count)
 
 
 AllowPickle = bool | Collection[str]
@@ -827,14 +854,27 @@ def unpack(
     fields here, a value does not match its field's annotation, a tensor
     does not lie within its buffer, or ``__init__`` refuses the values.
     """
-    table = buffer_table(header)
-    if len(buffers) != len(table):
-        raise WireError(f"the header lists {len(table)} buffers, but {len(buffers)} were given")
+    allowed = _allowed_globals(allow_pickle)
+    count = buffer_count(header)
+    if len(buffers) != count:
+        raise WireError(f"the header lists {count} buffers, but {len(buffers)} were given")
+    table = buffer_table(header, count)
     tensors = [_as_tensor(index, buffer) for index, buffer in enumerate(buffers)]
     for index, (tensor, spec) in enumerate(zip(tensors, table, strict=True)):
         if tensor.numel() != spec.nbytes:
             raise WireError(f"buffer {index} holds {tensor.numel()} bytes, but the header says {spec.nbytes}")
-    return unpack_tensors(header, tensors, allow_pickle)
+    return unpack_tensors(header, tensors, allowed)
+
+
+def _allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
+    """*allow_pickle* as ``unpack`` uses it: a ``bool``, or a frozenset of names."""
+    if isinstance(allow_pickle, bool):
+        return allow_pickle
+    if isinstance(allow_pickle, (str, bytes)) or not isinstance(allow_pickle, Iterable):
+        raise TypeError(
+            f"allow_pickle takes True, False, or a collection of 'module.qualname' names, not {allow_pickle!r}"
+        )
+    return frozenset(allow_pickle)
 
 
 def _as_tensor(index: int, buffer: Any) -> torch.Tensor:
@@ -1195,8 +1235,8 @@ def resolve(module: str, qualname: str) -> type:
     """
     home = sys.modules.get(module)
     named = _named_in(home, qualname)
-    if isinstance(named, ZeroCopyFields) and named.__qualname__ == qualname and hasattr(named, "__dataclass_fields__"):
-        return named
+    if issubclass(type(named), ZeroCopyFields) and named.__qualname__ == qualname and is_dataclass(named):  # type: ignore[attr-defined]
+        return named  # type: ignore[return-value]
     found = [
         cls
         for cls in zerocopy_classes()
@@ -1220,14 +1260,25 @@ def resolve(module: str, qualname: str) -> type:
 
 
 def _named_in(module: object, qualname: str) -> object:
-    """What *module*'s namespace holds under the dotted *qualname*, or None."""
-    found = module
-    for part in qualname.split("."):
-        namespace = getattr(found, "__dict__", None)
-        if not isinstance(namespace, Mapping):
+    """What *module*'s namespace holds under the dotted *qualname*, or None.
+
+    Only namespaces are read: the module's dict, then the dicts of the
+    classes on the way, each through the descriptor of its kind, so that
+    no name from the wire runs an object's ``__getattr__`` or property.
+    """
+    if not issubclass(type(module), types.ModuleType):
+        return None
+    first, *rest = qualname.split(".")
+    found = _MODULE_DICT.__get__(module).get(first)
+    for part in rest:
+        if not issubclass(type(found), type):
             return None
-        found = namespace.get(part)
+        found = _CLASS_DICT.__get__(found).get(part)
     return found
+
+
+_MODULE_DICT: Final[Any] = vars(types.ModuleType)["__dict__"]
+_CLASS_DICT: Final[Any] = vars(type)["__dict__"]
 
 
 def _is_replaced(cls: type, others: list[type]) -> bool:

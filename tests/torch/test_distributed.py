@@ -801,6 +801,26 @@ def received_buffers_are_reused_only_once_free(rank: int, world: int) -> None:
         _send_and_check(rank, record(3))
 
 
+def a_kept_storage_of_a_received_tensor_is_never_reused(rank: int, world: int) -> None:
+    # Found by an independent tester: torch does not count a storage object that Python holds.
+    def record(step: int) -> Bag:
+        return Bag({"slots": torch.arange(1 << 18) + step, "small": torch.full((32768,), step, dtype=torch.int32)})
+
+    _send_and_check(rank, record(1))
+    second = _send_and_check(rank, record(2))
+    kept = []
+    if rank != _SRC:
+        assert isinstance(second, Bag)
+        kept = [(value.untyped_storage(), value.storage_offset(), value.shape) for value in second.values.values()]
+    del second
+    gc.collect()
+    _send_and_check(rank, record(3))
+    _send_and_check(rank, record(4))
+    for (storage, offset, shape), want in zip(kept, record(2).values.values() if kept else (), strict=True):
+        got = torch.empty(0, dtype=want.dtype).set_(storage, offset, shape)
+        assert torch.equal(got, want), "a buffer whose storage Python still held was reused"
+
+
 def a_destroyed_group_is_not_kept_alive(rank: int, world: int) -> None:
     group = dist.new_group(list(range(world)))
     cpu_group = dist.new_group(list(range(world)), backend="gloo")
@@ -853,6 +873,7 @@ _CASES: list[Callable[[int, int], None]] = [
     group_src_names_the_source_by_its_rank_in_the_group,
     cpu_group_carries_the_header,
     received_buffers_are_reused_only_once_free,
+    a_kept_storage_of_a_received_tensor_is_never_reused,
     a_destroyed_group_is_not_kept_alive,
 ]
 

@@ -519,7 +519,7 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("a message over max_bytes", 0, b"", [], "within max_bytes"),
         ("not a metakit header", 0, b"XYZ" + header[3:], [], "not a metakit header"),
         ("no buffer", 0, _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 0) + header[len(table) :], [], "lists no buffer"),
-        ("an unknown lane", 0, table[:-1] + b"\x03" + header[len(table) :], [], "on lane 3"),
+        ("an unknown lane", 0, table[:-1] + b"\x03" + header[len(table) :], [], "a lane other than 0 and 1"),
         ("a pool larger than the frame", 0, table[:8] + struct.pack("<Q", 1 << 20) + header[16:], [], "does not lie"),
         ("a buffer over max_bytes", 0, two_buffers[:-10] + struct.pack("<Q", 1 << 40) + b"\0\0", [], "over max_bytes"),
         ("a pickle that runs code", 0, _join(table, with_pickle), [], "does not read pickles"),
@@ -630,3 +630,58 @@ def test_a_hostile_rank_0_makes_receivers_raise_broadcast_error_and_nothing_else
     assert [process.exitcode for process in processes] == [0, 0], "a rank crashed or hung"
     assert out.read_text() == "ok"
     assert not marker.exists(), "a pickle from rank 0 ran code on rank 1"
+
+
+# --- found by an independent tester ---------------------------------------------------
+
+
+def test_a_table_of_many_small_buffers_is_refused_before_it_is_read() -> None:
+    header, _ = wire.pack(Step(4, torch.arange(4)))
+    _, body = _split(header)
+    count = 1_000_000
+    many = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, count) + bytes(8 * count) + bytes(count)
+    _refused(_join(many, body), [b""] * 3, "lists 1000000 buffers, but 3 were given")
+    _refused(_join(many, body), [b""] * count, "a small buffer of its own")
+
+
+def test_a_lane_other_than_0_and_1_is_refused() -> None:
+    header, buffers = wire.pack(Step(4, torch.arange(4)))
+    changed = bytearray(header)
+    changed[_TABLE_HEAD.size + 8] = 200
+    _refused(bytes(changed), buffers, "a lane other than 0 and 1")
+
+
+class _Proxy:
+    """Shaped like a web framework's context-local proxy: any attribute read runs code."""
+
+    __slots__ = ("_target",)
+
+    def __getattr__(self, name: str) -> object:
+        raise RuntimeError(f"__getattr__({name!r}) ran")
+
+
+current_app = _Proxy()
+
+
+def test_a_class_name_through_an_object_runs_none_of_its_code() -> None:
+    for name in (f"{__name__}:current_app.Step", f"{__name__}:_Proxy.__getattr__.Step", f"{__name__}:Step.x"):
+        header, buffers = _edited(_step(), lambda body, name=name: body.__setitem__(0, name))
+        _refused(header, buffers, "no dataclass made by ZeroCopyFields")
+
+
+def test_allow_pickle_as_one_str_is_refused_not_read_by_substring() -> None:
+    header, buffers = _with_pickle(_RunsCode())
+    with pytest.raises(TypeError, match="allow_pickle takes True, False, or a collection"):
+        wire.unpack(header, buffers, allow_pickle="my_app.builtins.print_wrapper")  # type: ignore[arg-type]
+
+
+def test_a_value_nested_too_deep_or_holding_itself_is_refused_on_the_sender() -> None:
+    cycle: list[object] = []
+    cycle.append(cycle)
+    deep: object = 1
+    for _ in range(wire.MAX_DEPTH):
+        deep = (deep,)
+    assert wire.unpack(*wire.pack(Step(4, torch.arange(4), unresolved=deep))).unresolved == deep  # type: ignore[arg-type]
+    for value in (cycle, (deep,), [{"a": deep}]):
+        with pytest.raises(TypeError, match=f"nested more than {wire.MAX_DEPTH} levels deep, or holds itself"):
+            wire.pack(Step(4, torch.arange(4), unresolved=value))  # type: ignore[arg-type]
