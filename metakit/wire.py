@@ -193,8 +193,6 @@ _RECORD_AGAIN: Final = 7
 
 _NUMBER: Final = struct.Struct("<I")
 
-_SPEC: Final = struct.Struct("<BBBBIQ")
-"""A tensor's spec, then its shape and strides (``u64`` each): dtype code, flags, ndim, kind, reference, offset."""
 
 _NEW: Final = 0
 """Bytes of its own, at *offset* of buffer *reference*."""
@@ -204,12 +202,30 @@ _SAME: Final = 2
 """The very tensor *reference*, sent before it."""
 
 _REQUIRES_GRAD: Final = 1
+_WIDE: Final = 2
+"""The offset, sizes and strides are ``u64``, not ``u32``: a spec is as short as its numbers allow."""
 _DEVICE_SHIFT: Final = 4
-_KNOWN_FLAGS: Final = _REQUIRES_GRAD | 0xF0
+_KNOWN_FLAGS: Final = _REQUIRES_GRAD | _WIDE | 0xF0
 
 _MAX_DIMS: Final = 64
-_SPECS: Final = [struct.Struct(f"<BBBBIQ{2 * ndim}Q") for ndim in range(_MAX_DIMS + 1)]
-"""The whole spec of a tensor of each number of dimensions."""
+_SPECS: Final = (
+    [struct.Struct(f"<BBBBII{2 * ndim}I") for ndim in range(_MAX_DIMS + 1)],
+    [struct.Struct(f"<BBBBIQ{2 * ndim}Q") for ndim in range(_MAX_DIMS + 1)],
+)
+"""A tensor's whole spec, narrow and wide, for each number of dimensions: dtype code, flags, ndim,
+kind, reference (``u32``), offset, then the sizes and the strides."""
+
+
+def _spec(  # noqa: PLR0917  # a spec's fields, in its order
+    code: int, flags: int, kind: int, reference: int, offset: int, shape: Sequence[int], strides: Sequence[int]
+) -> msgspec.msgpack.Ext:
+    """A tensor's spec as the extension that stands for it in a header."""
+    ndim = len(shape)
+    try:
+        return _Ext(_TENSOR, _SPECS[0][ndim].pack(code, flags, ndim, kind, reference, offset, *shape, *strides))
+    except struct.error:  # a number of 4 GiB or more
+        return _Ext(_TENSOR, _SPECS[1][ndim].pack(code, flags | _WIDE, ndim, kind, reference, offset, *shape, *strides))
+
 
 _MAX_SIZE: Final = 1 << 62
 """A size or stride at least this large is one no tensor of this process could have."""
@@ -590,7 +606,7 @@ class _Packer:
         sent = self.sent.setdefault(id(tensor), (index, tensor))
         if sent[0] != index:
             self.sent[-index - 1] = sent  # a placeholder, so that the next tensor gets the next number
-            return msgspec.msgpack.Ext(_TENSOR, _SPECS[0].pack(0, 0, 0, _SAME, sent[0], 0))
+            return _spec(0, 0, _SAME, sent[0], 0, (), ())
         dtype = tensor.dtype
         code = _TENSOR_DTYPE_CODES.get(dtype)
         device = "cuda" if tensor.is_cuda else "cpu" if tensor.is_cpu else tensor.device.type
@@ -598,11 +614,10 @@ class _Packer:
             _refuse(tensor)
         shape = tensor.shape
         strides = tensor.stride()
-        ndim = len(shape)
         nbytes = tensor.nbytes
         flags = _DEVICE_CODES[device] << _DEVICE_SHIFT | tensor.requires_grad
         if not nbytes:
-            return _Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _NEW, 0, 0, *shape, *strides))
+            return _spec(code, flags, _NEW, 0, 0, shape, strides)
         address = tensor.data_ptr()
         itemsize = dtype.itemsize
         storage = (device, address - int(tensor.storage_offset()) * itemsize)
@@ -612,7 +627,7 @@ class _Packer:
             view = self.view(regions, address, shape, strides, itemsize)
             if view is not None:
                 start, offset = view
-                return _Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _VIEW, start, offset, *shape, *strides))
+                return _spec(code, flags, _VIEW, start, offset, shape, strides)
         dense = tensor.is_contiguous() or _is_dense(shape, strides)
         lane = self.lanes.get(device, 0) if self.lanes else 0
         if not dense:
@@ -631,7 +646,7 @@ class _Packer:
             offset = self.pool_nbytes[lane]
             self.pools[lane].append(Placement(tensor, offset, nbytes, strides, dense and exact and device == "cpu"))
             self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
-        return _Ext(_TENSOR, _SPECS[ndim].pack(code, flags, ndim, _NEW, buffer, offset, *shape, *strides))
+        return _spec(code, flags, _NEW, buffer, offset, shape, strides)
 
     @staticmethod
     def view(
@@ -994,9 +1009,10 @@ class _Reader:
     def tensor(self, data: memoryview) -> torch.Tensor:
         index = len(self.tensors)
         ndim = data[2] if len(data) > 2 else -1
-        if not 0 <= ndim <= _MAX_DIMS or len(data) != _SPECS[ndim].size:
+        specs = _SPECS[data[1] & _WIDE and 1] if ndim >= 0 else _SPECS[0]
+        if not 0 <= ndim <= _MAX_DIMS or len(data) != specs[ndim].size:
             raise WireError(f"tensor {index}'s spec is not {ndim} dimensions long")
-        spec = _SPECS[ndim].unpack_from(data)
+        spec = specs[ndim].unpack_from(data)
         code, flags, _, kind, reference, offset = spec[:6]
         if kind == _SAME:
             return self.same(index, reference, spec)

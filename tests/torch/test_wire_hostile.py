@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence  # only for type checkers: the field below cannot resolve it
 
 _TABLE_HEAD = struct.Struct("<3sBI")
-_SPEC_HEAD = struct.Struct("<BBBBIQ")
+_SPEC_HEAD = struct.Struct("<BBBBIQ")  # with the flag _WIDE: 64-bit offset, sizes and strides
+_WIDE = 2
 _TENSOR, _TUPLE, _RECORD, _DTYPE, _DEVICE, _PICKLE, _RECORD_AGAIN = range(1, 8)
 
 
@@ -94,7 +95,7 @@ def _edited(record: object, edit: Callable[[list[Any]], object]) -> tuple[bytes,
 def _tensor_ext(  # noqa: PLR0917  # the fields of a spec, in its order
     code: int, flags: int, kind: int, reference: int, offset: int, shape: Sequence[int], strides: Sequence[int]
 ) -> msgspec.msgpack.Ext:
-    spec = _SPEC_HEAD.pack(code, flags, len(shape), kind, reference, offset) + struct.pack(
+    spec = _SPEC_HEAD.pack(code, flags | _WIDE, len(shape), kind, reference, offset) + struct.pack(
         f"<{2 * len(shape)}Q", *shape, *strides
     )
     return msgspec.msgpack.Ext(_TENSOR, spec)
@@ -685,3 +686,10 @@ def test_a_value_nested_too_deep_or_holding_itself_is_refused_on_the_sender() ->
     for value in (cycle, (deep,), [{"a": deep}]):
         with pytest.raises(TypeError, match=f"nested more than {wire.MAX_DEPTH} levels deep, or holds itself"):
             wire.pack(Step(4, torch.arange(4), unresolved=value))  # type: ignore[arg-type]
+
+
+def test_a_tensor_with_numbers_of_4_gib_or_more_travels_in_a_wide_spec() -> None:
+    empty = torch.empty(0, 1 << 33)  # no bytes, and strides of 2**33 elements
+    got = wire.unpack(*wire.pack(Step(4, torch.arange(4), unresolved=[empty])))  # type: ignore[list-item]
+    assert got.unresolved[0].shape == empty.shape
+    assert got.unresolved[0].stride() == empty.stride()
