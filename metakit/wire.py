@@ -311,12 +311,17 @@ class _Codec:
         return self._checks
 
 
-def _signature(cls: type) -> inspect.Signature:
-    if sys.version_info >= (3, 14):  # never evaluate the annotations: a name may exist only for type checkers
-        import annotationlib
+if sys.version_info >= (3, 14):
+    import annotationlib
 
+    def _signature(cls: type) -> inspect.Signature:
+        # Never evaluate the annotations: a name may exist only for type checkers.
         return inspect.signature(cls, annotation_format=annotationlib.Format.FORWARDREF)
-    return inspect.signature(cls)
+
+else:
+
+    def _signature(cls: type) -> inspect.Signature:
+        return inspect.signature(cls)
 
 
 _codecs: weakref.WeakKeyDictionary[type, _Codec] = weakref.WeakKeyDictionary()
