@@ -477,7 +477,7 @@ def _table_bytes(table: Sequence[BufferSpec]) -> bytes:
     return _TABLE_HEAD.pack(_MAGIC, FORMAT, count) + _table_struct(count).pack(*sizes, *lanes)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)
 def _table_struct(count: int) -> struct.Struct:
     """The buffer table of *count* buffers: their sizes, then their lanes."""
     return struct.Struct(f"<{count}Q{count}B")
@@ -821,9 +821,7 @@ def buffer_table(header: bytes | bytearray | memoryview, most: int | None = None
     count = buffer_count(header)
     if most is not None and count > most:
         raise WireError(f"the header lists {count} buffers, more than the {most} that can be given here")
-    values = (_table_struct(count) if count < 64 else struct.Struct(f"<{count}Q{count}B")).unpack_from(
-        header, _TABLE_HEAD.size
-    )
+    values = _table_struct(count).unpack_from(header, _TABLE_HEAD.size)
     sizes, lanes = values[:count], values[count:]
     if any(lane > 1 for lane in lanes) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
         raise WireError("the header's buffer table lists a lane other than 0 and 1, or a small buffer of its own")
