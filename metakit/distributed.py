@@ -62,6 +62,7 @@ from metakit.wire import (
     BufferSpec,
     Placement,
     WireError,
+    allowed_globals,
     buffer_table,
     fill,
     local_device,
@@ -168,6 +169,7 @@ def broadcast_metadata(
     raised after the rank has done its part, so no rank is left waiting (a
     frame whose table cannot be read ends a receiver's part there).
     """
+    allow_pickle = allowed_globals(allow_pickle)  # a bad argument fails before any collective, on every rank
     route = _route(dist.group.WORLD if group is None else group, cpu_group)
     source = route.source(src, group_src)
     if route.size == 1:

@@ -872,7 +872,7 @@ def unpack(
     fields here, a value does not match its field's annotation, a tensor
     does not lie within its buffer, or ``__init__`` refuses the values.
     """
-    allowed = _allowed_globals(allow_pickle)
+    allowed = allowed_globals(allow_pickle)
     count = buffer_count(header)
     if len(buffers) != count:
         raise WireError(f"the header lists {count} buffers, but {len(buffers)} were given")
@@ -884,8 +884,8 @@ def unpack(
     return unpack_tensors(header, tensors, allowed)
 
 
-def _allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
-    """*allow_pickle* as ``unpack`` uses it: a ``bool``, or a frozenset of names."""
+def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
+    """*allow_pickle* as a receiver uses it: a ``bool``, or a frozenset of names (a ``str`` is refused)."""
     if isinstance(allow_pickle, bool):
         return allow_pickle
     if isinstance(allow_pickle, (str, bytes)) or not isinstance(allow_pickle, Iterable):
@@ -913,6 +913,7 @@ def unpack_tensors(
     header: bytes | bytearray | memoryview, buffers: Sequence[torch.Tensor], allow_pickle: AllowPickle = False
 ) -> object:
     """``unpack`` for buffers that are already ``uint8`` tensors, checked against the table."""
+    allow_pickle = allowed_globals(allow_pickle)
     _, version, count = _TABLE_HEAD.unpack_from(header)
     if version != FORMAT:
         raise WireError(
