@@ -1,18 +1,556 @@
-"""``python -m metakit``: ``show`` prints a class's generated source; bad
-targets and bad commands exit with status 2 and say why."""
+"""The command line, ``python -m metakit``: ``show`` prints a class's generated source,
+``stubgen`` writes stubs, ``--version``; bad targets, bad options and bad commands exit with
+status 2 and one line that says why, before any work; Ctrl-C exits 130 without a traceback."""
 
 import importlib
 import os
 import signal
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 import metakit
+import metakit.testing
+from tests.records import REPO
+
+
+def _cli(*args, cwd=None, extra_path=None, timeout=120):
+    env = dict(os.environ)
+    paths = [str(extra_path)] if extra_path else []
+    env["PYTHONPATH"] = os.pathsep.join([*paths, str(REPO), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "metakit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def modules(tmp_path):
+    (tmp_path / "bb_raiser.py").write_text("raise RuntimeError('boom at import')\n")
+    (tmp_path / "bb_syntax.py").write_text("def (:\n")
+    (tmp_path / "bb_exits.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "bb_good.py").write_text(
+        textwrap.dedent(
+            """
+            from dataclasses import dataclass
+            from metakit import ZeroCopy
+
+            @dataclass
+            class Outer(ZeroCopy):
+                x: int = 0
+
+                @dataclass
+                class Inner(ZeroCopy):
+                    y: int = 0
+
+            @dataclass
+            class Plain:
+                z: int = 0
+
+            class NotDC:
+                pass
+
+            def func():
+                pass
+
+            value = 3
+            """
+        )
+    )
+    return tmp_path
+
+
+def _one_error_line(proc):
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines, "no message"
+    assert "error" in lines[-1]
+    assert "Traceback" not in proc.stderr
+    return lines[-1]
+
+
+CLI_BAD = {
+    "unknown-command": (["frobnicate"], "frobnicate"),
+    "show-no-arg": (["show"], "MODULE:CLASS"),
+    "show-no-colon": (["show", "bb_good"], "bb_good"),
+    "show-empty-class": (["show", "bb_good:"], "bb_good:"),
+    "show-empty-module": (["show", ":Outer"], ":Outer"),
+    "show-missing-module": (["show", "bb_no_such_module:X"], "bb_no_such_module"),
+    "show-raising-module": (["show", "bb_raiser:X"], "boom at import"),
+    "show-syntax-error": (["show", "bb_syntax:X"], "bb_syntax"),
+    "show-no-such-class": (["show", "bb_good:Nope"], "Nope"),
+    "show-no-such-nested": (["show", "bb_good:Outer.Nope"], "Outer.Nope"),
+    "show-not-a-class": (["show", "bb_good:func"], "func"),
+    "show-a-value": (["show", "bb_good:value"], "value"),
+    "show-not-a-dataclass": (["show", "bb_good:NotDC"], "NotDC is not a dataclass"),
+    "show-extra-arg": (["show", "bb_good:Outer", "extra"], "extra"),
+    "show-unknown-option": (["show", "--bogus", "bb_good:Outer"], "--bogus"),
+    "stubgen-no-arg": (["stubgen"], "MODULE"),
+    "stubgen-missing-module": (["stubgen", "bb_no_such_module"], "bb_no_such_module"),
+    "stubgen-raising-module": (["stubgen", "bb_raiser"], "boom at import"),
+    "stubgen-missing-parent": (["stubgen", "bb_good", "-o", "{tmp}/no/such/dir"], "no/such"),
+    "stubgen-out-is-file": (["stubgen", "bb_good", "-o", "{tmp}/bb_good.py"], "not a directory"),
+    "bench-unknown-option": (["bench", "--bogus"], "--bogus"),
+    "bench-json-missing-dir": (["bench", "--json", "{tmp}/missing/out.json"], "missing"),
+    "bench-json-is-dir": (["bench", "--json", "{tmp}"], "directory"),
+    "bench-json-under-file": (["bench", "--json", "{tmp}/bb_good.py/out.json"], "not a directory"),
+    "bench-plot-missing-dir": (["bench", "--plot", "{tmp}/missing/out.png"], "missing"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLI_BAD))
+def test_cli_bad_arguments_exit_2_with_one_line(name, modules):
+    args, needle = CLI_BAD[name]
+    args = [a.replace("{tmp}", str(modules)) for a in args]
+    proc = _cli(*args, extra_path=modules, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    line = _one_error_line(proc)
+    if needle:
+        assert needle in proc.stderr
+    assert proc.stdout == ""
+    del line
+
+
+def test_cli_module_exiting_at_import(modules):
+    proc = _cli("show", "bb_exits:X", extra_path=modules, timeout=60)
+    assert proc.returncode == 2
+    assert "bb_exits" in _one_error_line(proc)
+
+
+@pytest.mark.parametrize("option", ["--json", "--plot"])
+def test_cli_bench_unwritable_directory_refused_before_work(option):
+    target = "/proc/metakit-bb-out.json"
+    with pytest.raises(OSError, match="metakit-bb-out"):
+        open(target, "w").close()  # the precondition: nothing can be made there
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metakit", "bench", "--quick", option, target],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        first = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert "error" in first, first
+
+
+def test_cli_show_prints_generated_source_exactly(modules):
+    sys.path.insert(0, str(modules))
+    try:
+        import bb_good  # type: ignore[import-not-found]
+
+        for name, cls in (("Outer", bb_good.Outer), ("Outer.Inner", bb_good.Outer.Inner), ("Plain", bb_good.Plain)):
+            proc = _cli("show", f"bb_good:{name}", extra_path=modules, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout.rstrip("\n") == metakit.generated_source(cls).rstrip("\n")
+            if name == "Plain":
+                assert "plain dataclass" in proc.stderr
+    finally:
+        sys.path.remove(str(modules))
+        sys.modules.pop("bb_good", None)
+
+
+def test_cli_stubgen_makes_missing_last_directory(modules):
+    out = modules / "newstubs"
+    proc = _cli("stubgen", "bb_good", "-o", str(out), extra_path=modules, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    stub = (out / "bb_good.pyi").read_text()
+    assert "OuterDict" in stub
+
+
+def test_cli_no_command_exits_2_with_usage():
+    proc = _cli()
+    assert proc.returncode == 2
+    assert "usage" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+REPO_ENGINE_SHAPES = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+SHOW_MODULE = """
+from dataclasses import dataclass, field
+from metakit import ZeroCopy, OMIT
+
+@dataclass
+class Meta(ZeroCopy):
+    a: int = 0
+    w: object = field(default=None, metadata=OMIT)
+
+@dataclass
+class Over(Meta):
+    b: int = 1
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy(skip_fields)
+
+@dataclass
+class Lone(ZeroCopy):
+    q: int = 0
+
+@dataclass
+class Plain:
+    x: int = 0
+
+class Outer:
+    @dataclass(slots=True)
+    class Inner(ZeroCopy):
+        z: int = 0
+
+class NotDC:
+    pass
+
+@dataclass
+class RParent(ZeroCopy):
+    a: int = 0
+
+@dataclass
+class RChild(RParent):
+    b: int = 0
+    def __replace__(self, /, **changes):
+        return super().__replace__(**changes)
+
+@dataclass
+class Deleted(ZeroCopy):
+    a: int = 0
+
+Deleted.asdict_zerocopy = lambda self, skip_fields=None: {}
+del Deleted.asdict_zerocopy
+
+@dataclass
+class LaterTuple(ZeroCopy):
+    a: int = 0
+
+LaterTuple.astuple_zerocopy = lambda self: (self.a,)
+"""
+
+
+@pytest.fixture(scope="module")
+def show_module(tmp_path_factory):
+    d = tmp_path_factory.mktemp("showmod")
+    (d / "bb_show_mod.py").write_text(SHOW_MODULE)
+    sys.path.insert(0, str(d))
+    try:
+        import bb_show_mod
+
+        results = {}
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")]))
+        for target in (
+            "Meta",
+            "Over",
+            "Lone",
+            "Plain",
+            "Outer.Inner",
+            "NotDC",
+            "Missing",
+            "RParent",
+            "RChild",
+            "Deleted",
+            "LaterTuple",
+        ):
+            p = subprocess.run(
+                [sys.executable, "-m", "metakit", "show", f"bb_show_mod:{target}"],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=REPO_ENGINE_SHAPES,
+                timeout=60,
+                check=False,
+            )
+            results[target] = p
+        yield bb_show_mod, results
+    finally:
+        sys.path.remove(str(d))
+        sys.modules.pop("bb_show_mod", None)
+
+
+@pytest.mark.parametrize(
+    "target", ["Meta", "Over", "Lone", "Plain", "Outer.Inner", "RParent", "RChild", "Deleted", "LaterTuple"]
+)
+def test_show_prints_generated_source(show_module, target):
+    mod, res = show_module
+    cls = mod
+    for part in target.split("."):
+        cls = getattr(cls, part)
+    p = res[target]
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == metakit.generated_source(cls)
+
+
+def test_show_notes_override_and_plain(show_module):
+    _, res = show_module
+    assert "Over.asdict_zerocopy" in res["Over"].stderr
+    assert "own" in res["Over"].stderr
+    assert "astuple_zerocopy" not in res["Over"].stderr
+    assert "plain dataclass" in res["Plain"].stderr
+    assert res["Lone"].stderr == ""
+    assert res["Outer.Inner"].stderr == ""
+    assert res["Deleted"].stderr == ""
+    assert "LaterTuple.astuple_zerocopy" in res["LaterTuple"].stderr
+    assert "asdict_zerocopy" not in res["LaterTuple"].stderr
+    assert "RChild.__replace__" in res["RChild"].stderr
+    assert "asdict" not in res["RChild"].stderr
+
+
+def test_show_no_false_override_note_on_base(show_module):
+    _, res = show_module
+    # Meta defines no asdict_zerocopy/astuple_zerocopy/__replace__ of its own; only its
+    # subclass Over overrides asdict_zerocopy.  Likewise RParent: only RChild has a __replace__.
+    assert res["Meta"].stderr == ""
+    assert res["RParent"].stderr == ""
+
+
+def test_show_errors_exit_2(show_module):
+    _, res = show_module
+    for t in ("NotDC", "Missing"):
+        assert res[t].returncode == 2
+        assert res[t].stdout == ""
+        assert res[t].stderr.count("\n") == 1
+        assert "error" in res[t].stderr
+
+
+REPO_STATEFUL = os.path.dirname(os.path.dirname(os.path.abspath(metakit.__file__)))
+
+
+CLI_MODULE = textwrap.dedent(
+    """
+    from dataclasses import dataclass, field
+    from metakit import ZeroCopy, OMIT
+
+    @dataclass
+    class Rec(ZeroCopy):
+        a: int = 1
+        w: object = field(default=None, metadata=OMIT)
+
+    @dataclass
+    class Plain:
+        a: int = 1
+
+    @dataclass
+    class Own(ZeroCopy):
+        a: int = 1
+        def asdict_zerocopy(self, skip_fields=None):
+            return {}
+
+    class Outer:
+        @dataclass(slots=True)
+        class Inner(ZeroCopy):
+            z: int = 0
+
+    class NotDC:
+        pass
+
+    VALUE = 5
+    """
+)
+
+
+@pytest.fixture
+def cli(tmp_path):
+    (tmp_path / "bb_cli_mod.py").write_text(CLI_MODULE)
+    (tmp_path / "bb_cli_boom.py").write_text("raise RuntimeError('boom at import')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), REPO_STATEFUL]))
+    env.pop("COLUMNS", None)
+
+    def run(*args, timeout=60):
+        return subprocess.run(
+            [sys.executable, "-m", "metakit", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=timeout,
+        )
+
+    run.env = env
+    run.tmp = tmp_path
+    return run
+
+
+def _source_in_subprocess(cli, spec):
+    mod, qual = spec.split(":")
+    code = (
+        f"import functools, metakit, {mod}; cls = functools.reduce(getattr, {qual.split('.')!r}, {mod}); "
+        "import sys; sys.stdout.write(metakit.generated_source(cls))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=cli.tmp, env=cli.env
+    ).stdout
+
+
+@pytest.mark.parametrize(
+    ("spec", "note"),
+    [
+        ("bb_cli_mod:Rec", None),
+        ("bb_cli_mod:Plain", "plain dataclass"),
+        ("bb_cli_mod:Own", "own"),
+        ("bb_cli_mod:Outer.Inner", None),
+    ],
+)
+def test_show_prints_exactly_generated_source(cli, spec, note):
+    # README: "`show` prints exactly `metakit.generated_source(cls)` on stdout, and on stderr what a
+    # reader must know about it: on a plain dataclass ... on a class with its own
+    # `asdict_zerocopy` ... that this method is the class's own"
+    r = cli("show", spec)
+    assert r.returncode == 0, r.stderr
+    expected = _source_in_subprocess(cli, spec)
+    assert expected
+    assert r.stdout in (expected, expected + "\n"), (r.stdout, expected)
+    if note is None:
+        assert r.stderr == ""
+    else:
+        assert note in r.stderr.lower() or "own method" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("show", "bb_cli_mod:NotDC"),
+        ("show", "bb_cli_mod:VALUE"),
+        ("show", "bb_cli_mod:Missing"),
+        ("show", "bb_cli_mod"),
+        ("show", ":Rec"),
+        ("show", "no_such_module_bb:X"),
+        ("show", "bb_cli_boom:X"),
+        ("show",),
+        ("show", "bb_cli_mod:Rec", "extra"),
+        ("frobnicate",),
+        ("--frobnicate",),
+        ("stubgen",),
+        ("stubgen", "no_such_module_bb"),
+        ("stubgen", "bb_cli_boom"),
+        ("bench", "--bogus"),
+        ("bench", "--json", "/no_such_dir_bb/x/results.json"),
+        ("bench", "--plot", "/no_such_dir_bb/x/chart.png"),
+    ],
+    ids=lambda a: " ".join(a) if isinstance(a, tuple) else a,
+)
+def test_cli_errors_exit_2_with_a_one_line_message(cli, args):
+    # README: "The exit status is 0 on success and 2 for anything you can fix, said in one line on
+    # stderr before any work is done" / "its messages name it as you invoked it"
+    r = cli(*args)
+    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-500:])
+    assert "Traceback" not in r.stderr
+    error_lines = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(error_lines) == 1, r.stderr
+    assert "python -m metakit" in error_lines[0], r.stderr
+    assert "benchmark" not in r.stdout  # no work done
+
+
+def test_cli_missing_extras_exit_2_before_work(cli):
+    # README: "2 ... before any work is done: ... `--plot` without matplotlib, `--distributed` without
+    # torch and numpy"
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        r = cli("bench", "--quick", "--plot", str(cli.tmp / "c.png"))
+        assert r.returncode == 2
+        assert "matplotlib" in r.stderr
+        assert "benchmark" not in r.stdout
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("numpy") is None:
+        r = cli("bench", "--quick", "--distributed")
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert "benchmark" not in r.stdout, (r.stdout, r.stderr)
+    r = cli("bench", "--quick", "--json", str(cli.tmp))  # a directory, not a file
+    assert r.returncode == 2
+    assert "benchmark" not in r.stdout
+
+
+def _starts_work(cli, *args, limit=20.0):
+    """Runs the command; returns (returncode, stdout, stderr, whether the benchmark started)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metakit", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cli.tmp,
+        env=cli.env,
+    )
+    first = proc.stdout.readline()  # the benchmark's header line, or "" when it exits first
+    started = "benchmark" in first
+    if started:
+        proc.kill()
+    out, err = proc.communicate(timeout=limit)
+    return proc.returncode, first + out, err, started
+
+
+def test_bench_json_into_a_missing_directory_via_symlink_fails_before_work(cli):
+    # README: "2 for anything you can fix, said in one line on stderr before any work is done: ...
+    # an output path whose directory is missing or not writable (`--json`, `--plot`, `stubgen -o`)"
+    link = cli.tmp / "results.json"
+    os.symlink("/no_such_dir_bb/deeper/results.json", link)
+    rc, _out, _err, started = _starts_work(cli, "bench", "--quick", "--json", str(link))
+    assert not started, "the benchmark started although its --json path cannot be written"
+    assert rc == 2
+
+
+def test_stubgen_output_in_a_missing_directory_exits_2(cli):
+    # README: "2 for anything you can fix ...: an output path whose directory is missing or not
+    # writable (`--json`, `--plot`, `stubgen -o`)"
+    target = cli.tmp / "missing" / "deeper"
+    r = cli("stubgen", "bb_cli_mod", "-o", str(target))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert not (cli.tmp / "missing").exists()
+
+
+@pytest.mark.parametrize("args", [("stubgen", "-o"), ("stubgen", "bb_cli_mod", "--output")])
+def test_stubgen_option_errors_name_the_program(cli, args):
+    # README: "`python -m metakit ...` is the same program; its messages name it as you invoked it."
+    r = cli(*args)
+    assert r.returncode == 2
+    assert "__main__.py" not in r.stderr, r.stderr
+    assert "python -m metakit stubgen" in r.stderr, r.stderr
+
+
+def test_stubgen_writes_stubs(cli):
+    # README: "`python -m metakit stubgen MODULE [-o DIR]` Writes `.pyi` stubs with a `TypedDict` per
+    # class"
+    out = cli.tmp / "typings"
+    out.mkdir()
+    r = cli("stubgen", "bb_cli_mod", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    stub = (out / "bb_cli_mod.pyi").read_text()
+    assert "class RecDict(" in stub
+    assert "def asdict_zerocopy" in stub
+    rec_dict = stub.split("class RecDict(")[1].split("\n\n")[0]
+    assert "a: int" in rec_dict
+    assert "w:" not in rec_dict
+
+
+def test_ctrl_c_exits_130_without_traceback(cli):
+    # README: "Ctrl-C exits with 130, without a traceback."
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metakit", "bench", "--quick"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cli.tmp,
+        env=cli.env,
+    )
+    line = proc.stdout.readline()
+    assert "benchmark" in line
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (proc.returncode, err[-800:])
+    assert "Traceback" not in err
+
 
 MODULE = "metakit_cli_example"
+
 
 SOURCE = """
 from dataclasses import dataclass, field

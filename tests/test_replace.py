@@ -1,25 +1,1992 @@
-"""``metakit.replace`` and ``__replace__`` against ``dataclasses.replace``, to the letter."""
+"""DESIGN "Public API": ``metakit.replace`` and ``__replace__`` against ``dataclasses.replace``.
 
-from __future__ import annotations
+The same result and, to the letter, the same exception for unknown names, ``init=False`` fields
+and missing ``InitVar``s; ``__post_init__`` runs; frozen, slotted, generic and user-``__init__``
+classes work; ``copy.replace`` uses it on 3.13+.
+"""
 
 import copy
 import dataclasses
+import random
 import sys
+import textwrap
+import typing
 from dataclasses import KW_ONLY, InitVar, dataclass, field, make_dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import metakit
-from metakit import OMIT, ZeroCopy
+import metakit.testing
+from metakit import OMIT, ZeroCopy, ZeroCopyFields
 from metakit._functions import methods_of
+from tests.records import (
+    INSTANCE_IDS,
+    NON_DATACLASS_OBJECTS,
+    PY313,
+    AttnMeta,
+    Box,
+    EqFalseMeta,
+    FlashMeta,
+    FrozenPostInit,
+    FrozenSlotsMeta,
+    IntBox,
+    KwOnlyInitVar,
+    MixedMeta,
+    MixinOverrideSub,
+    OverrideMixin,
+    OvReplace,
+    OvReplaceSub,
+    PlainRec,
+    Rec,
+    UBox,
+    Val,
+    _assert_replace_like_dataclasses,
+    _calls,
+    _check_methods,
+    _fresh_chain,
+    _fresh_pair,
+    _outcome,
+    _replace_outcomes,
+    _swapped_init,
+    _sweep,
+    assert_replace_like_dataclasses,
+    inst,
+    make_chain,
+    norm_instance,
+    norm_outcome,
+    outcome,
+    outcome_stateful,
+    reference,
+    replace_outcomes,
+    state,
+)
+from tests.strategies import build_shape as build_engine_shape
+from tests.strategies import class_options, construct, shape_specs
+
+PY313_CONCURRENCY_INPUT = sys.version_info >= (3, 13)
+
+
+@pytest.mark.parametrize("name", sorted(NON_DATACLASS_OBJECTS))
+def test_replace_on_non_dataclass_like_dataclasses(name):
+    obj = NON_DATACLASS_OBJECTS[name]
+    with pytest.raises(TypeError) as ours:
+        metakit.replace(obj)
+    with pytest.raises(TypeError) as theirs:
+        dataclasses.replace(obj)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("cls", [Rec, PlainRec])
+def test_replace_on_dataclass_class(cls):
+    with pytest.raises(TypeError) as ours:
+        metakit.replace(cls, x=1)
+    with pytest.raises(TypeError) as theirs:
+        dataclasses.replace(cls, x=1)
+    assert str(ours.value) == str(theirs.value)
+
+
+@dataclass
+class WithInitVar(ZeroCopy):
+    x: int
+    iv: InitVar[int]
+
+    def __post_init__(self, iv):
+        self.seen = iv
+
+
+@dataclass
+class PlainWithInitVar:
+    x: int
+    iv: InitVar[int]
+
+    def __post_init__(self, iv):
+        self.seen = iv
+
+
+REPLACE_CASES = {
+    "unknown": (lambda: Rec(1), {"nope": 1}),
+    "init-false": (lambda: Rec(1), {"n": 2}),
+    "init-false-and-unknown": (lambda: Rec(1), {"n": 2, "nope": 3}),
+    "initvar-missing": (lambda: WithInitVar(1, 2), {"x": 3}),
+    "initvar-missing-nochange": (lambda: WithInitVar(1, 2), {}),
+    "plain-unknown": (lambda: PlainRec(1), {"nope": 1}),
+    "plain-initvar-missing": (lambda: PlainWithInitVar(1, 2), {"x": 3}),
+    "classvar": (lambda: Rec(1), {"cv": 3}),
+}
+
+
+@pytest.mark.parametrize("via", ["metakit.replace", "__replace__"])
+@pytest.mark.parametrize("name", sorted(REPLACE_CASES))
+def test_replace_errors_match_dataclasses(name, via):
+    make, changes = REPLACE_CASES[name]
+    obj = make()
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        dataclasses.replace(obj, **changes)
+    if via == "__replace__" and not hasattr(type(obj), "__replace__"):
+        fn = metakit.replace  # plain dataclass below 3.13 has no __replace__
+    else:
+        fn = metakit.replace if via == "metakit.replace" else type(obj).__replace__
+    with pytest.raises((TypeError, ValueError)) as ours:
+        fn(obj, **changes)
+    assert type(ours.value) is type(theirs.value)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_replace_extra_positional_argument_refused():
+    with pytest.raises(TypeError):
+        metakit.replace(Rec(1), Rec(2))
+
+
+@pytest.mark.parametrize("where", ["own-body", "base-first", "base-last"])
+def test_metaclass_call_is_honoured_by_replace(where):
+    calls = []
+
+    class CallMeta(type):
+        def __call__(cls, *args, **kwargs):
+            calls.append((args, dict(kwargs)))
+            if args:
+                raise TypeError("positional arguments reached __call__")
+            return super().__call__(**kwargs)
+
+    if where == "own-body":
+
+        def __call__(cls, *args, **kwargs):
+            calls.append((args, dict(kwargs)))
+            if args:
+                raise TypeError("positional arguments reached __call__")
+            return type.__call__(cls, **kwargs)
+
+        M = type("M", (ZeroCopyFields,), {"__call__": __call__})
+    elif where == "base-first":
+        M = type("M", (CallMeta, ZeroCopyFields), {})
+    else:
+        M = type("M", (ZeroCopyFields, CallMeta), {})
+
+    @dataclass
+    class K(metaclass=M):
+        x: int = 0
+        y: int = 0
+
+    k = K(x=1, y=2)
+    calls.clear()
+    assert metakit.replace(k, y=3) == K(x=1, y=3)
+    assert k.__replace__(x=9) == K(x=9, y=2)
+    assert metakit.replace(k) == k
+    assert all(not args for args, _ in calls)
+
+
+def test_override_in_body_is_not_replaced_and_super_serves_own_class():
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+
+    @dataclass
+    class WithOverride(Base):
+        wrapper: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy({"wrapper", *(skip_fields or ())})
+
+        def astuple_zerocopy(self):
+            return tuple(self.asdict_zerocopy().values())
+
+    @dataclass
+    class Deeper(WithOverride):
+        z: int = 9
+
+    assert WithOverride(2, object()).asdict_zerocopy() == {"a": 2}
+    assert WithOverride(2).astuple_zerocopy() == (2,)
+    # Deeper inherits the override; super() inside it serves Deeper's own fields
+    assert Deeper().asdict_zerocopy() == {"a": 1, "z": 9}
+    assert Deeper().astuple_zerocopy() == (1, 9)
+    assert metakit.asdict_zerocopy(Deeper()) == {"a": 1, "wrapper": None, "z": 9}
+
+
+def _replace_chain(in_body):
+    @dataclass
+    class Root(ZeroCopy):
+        a: int = 1
+
+    if in_body:
+
+        @dataclass
+        class Mid(Root):
+            b: int = 2
+
+            def __replace__(self, /, **changes):
+                return ("mine", changes)
+
+    else:
+
+        @dataclass
+        class Mid(Root):
+            b: int = 2
+
+    @dataclass
+    class Leaf(Mid):
+        c: int = 3
+
+    if not in_body:
+
+        def __replace__(self, /, **changes):
+            return ("mine", changes)
+
+        Mid.__replace__ = __replace__
+    return Root, Mid, Leaf
+
+
+def _plain_leaf_inherits_replace():
+    # what the standard library does: from 3.13 dataclasses writes a __replace__ on every dataclass
+    @dataclass
+    class PMid:
+        b: int = 2
+
+        def __replace__(self, /, **changes):
+            return ("mine", changes)
+
+    @dataclass
+    class PLeaf(PMid):
+        c: int = 3
+
+    return PLeaf.__replace__ is PMid.__replace__
+
+
+@pytest.mark.parametrize("in_body", [True, False], ids=["body", "late"])
+def test_replace_override_same_in_body_and_late(in_body):
+    _Root, Mid, Leaf = _replace_chain(in_body)
+    assert Mid().__replace__(a=5) == ("mine", {"a": 5})
+    leaf_result = Leaf().__replace__(a=5)
+    if _plain_leaf_inherits_replace():
+        assert leaf_result == ("mine", {"a": 5})
+    else:
+        assert leaf_result == Leaf(5)
+    # the function form always runs the generated code
+    assert metakit.replace(Leaf(), a=5) == Leaf(5)
+    assert metakit.replace(Mid(), a=5) == Mid(5)
+    if PY313_CONCURRENCY_INPUT:
+        import copy
+
+        assert copy.replace(Mid(), a=5) == ("mine", {"a": 5})
+
+
+def test_replace_override_deleted_gives_generated_back():
+    _Root, Mid, Leaf = _replace_chain(in_body=False)
+    del Mid.__replace__
+    assert Leaf().__replace__(a=6) == Leaf(6)
+    assert Mid().__replace__(b=7) == Mid(1, 7)
+    assert type(Mid().__replace__(b=7)) is Mid
+
+
+def test_super_replace_inside_override_serves_own_class():
+    _Root, Mid, Leaf = _fresh_chain()
+
+    def my_replace(self, /, **changes):
+        new = super(Mid, self).__replace__(**changes)
+        new.touched = True
+        return new
+
+    Mid.__replace__ = my_replace
+    r = my_replace(Leaf(), c=30)  # the override, run for a subclass instance
+    assert type(r) is Leaf
+    assert (r.a, r.b, r.c, r.touched) == (1, 2, 30, True)
+    r = Mid().__replace__(b=20)
+    assert type(r) is Mid
+    assert (r.a, r.b, r.touched) == (1, 20, True)
+
+
+@pytest.mark.parametrize("target", ["class", "base", "grandbase"])
+def test_late_new_on_ancestors_switches_replace_to_keywords(target):
+    @dataclass
+    class G(ZeroCopy):
+        x: int = 0
+
+    @dataclass
+    class P(G):
+        y: int = 0
+
+    class Q(P):
+        pass
+
+    seen = []
+
+    def __new__(cls, *args, **kwargs):
+        seen.append((args, sorted(kwargs)))
+        return object.__new__(cls)
+
+    owner = {"class": Q, "base": P, "grandbase": G}[target]
+    owner.__new__ = __new__
+    q = Q(x=1, y=2)
+    seen.clear()
+    ours = metakit.replace(q, y=5)
+    got = list(seen)
+    seen.clear()
+    theirs = dataclasses.replace(q, y=5)
+    assert ours == theirs
+    assert got == seen
+
+
+def test_plain_metaclass_call_assigned_later_seen_by_replace():
+    class PM(type):
+        pass
+
+    @dataclass
+    class P(metaclass=PM):
+        x: int
+        y: int = 0
+
+    p = P(1, 2)
+    assert metakit.replace(p, y=3) == P(1, 3)
+    seen = []
+
+    def __call__(cls, *args, **kwargs):
+        seen.append(args)
+        return type.__call__(cls, *args, **kwargs)
+
+    PM.__call__ = __call__
+    expected = P(1, 4)
+    seen.clear()
+    assert metakit.replace(p, y=4) == expected
+    assert seen == [()]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DEFECT: an __init__ assigned while a replace is running (another thread) gets the "
+    "positional arguments meant for the old __init__: fields silently swapped (README Limits now list it)",
+)
+@pytest.mark.parametrize("via", ["metakit.replace", "__replace__", "plain-dataclass"])
+def test_interleaved_init_assignment_during_replace(via):
+    def setup():
+        if via == "plain-dataclass":
+
+            @dataclass
+            class A:
+                x: int
+                y: int = 0
+
+        else:
+
+            @dataclass
+            class A(ZeroCopy):
+                x: int
+                y: int = 0
+
+        swapped = _swapped_init(A)
+        a = A(1, 2)
+        metakit.replace(a)  # warm any cache
+
+        def during():
+            if via == "__replace__":
+                return a.__replace__(y=5)
+            return metakit.replace(a, y=5)
+
+        def action():
+            A.__init__ = swapped
+
+        def check(r):
+            return None if isinstance(r, A) and (r.x, r.y) == (1, 5) else r
+
+        return during, action, check
+
+    assert _sweep(setup) == []
+
+
+@pytest.mark.parametrize("name", INSTANCE_IDS)
+def test_replace_without_changes_like_dataclasses(name):
+    assert_replace_like_dataclasses(inst(name))
+
+
+@pytest.mark.parametrize("name", INSTANCE_IDS)
+def test_replace_each_init_field_like_dataclasses(name):
+    obj = inst(name)
+    for f in dataclasses.fields(obj):
+        if f.init:
+            assert_replace_like_dataclasses(obj, **{f.name: ["new", f.name]})
+
+
+@pytest.mark.parametrize("name", INSTANCE_IDS)
+def test_replace_errors_like_dataclasses(name):
+    obj = inst(name)
+    assert_replace_like_dataclasses(obj, no_such_field_abc=1)
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            res = replace_outcomes(obj, **{f.name: 1})
+            assert res[0][0] == "err"
+            assert f.name in res[0][2] or "InitVar" in res[0][2]
+            assert all(r == res[0] for r in res)
+
+
+def test_replace_override_super_serves_own_class():
+    o = OvReplaceSub([1], [2], None, 3, 4)
+    r = o.__replace__(d=9)
+    assert type(r) is OvReplaceSub
+    assert r.d == 9
+    assert r.a is o.a
+    # on 3.13 dataclasses itself gives every subclass its own __replace__; before, the
+    # base's override is inherited.  metakit must do what plain dataclasses do.
+    assert r.__dict__.get("via_override", False) == (not PY313)
+    assert OvReplace([1]).__replace__(c=2).__dict__["via_override"]
+    r2 = metakit.replace(o, d=8)
+    assert type(r2) is OvReplaceSub
+    assert "via_override" not in r2.__dict__
+    if PY313:
+        r3 = copy.replace(o, c=7)
+        assert r3.c == 7
+        assert r3.d == 4
+
+
+def test_mixin_override_inherited_not_replaced():
+    o = MixinOverrideSub(1, object(), 3)
+    assert o.asdict_zerocopy() == {"a": 1, "c": 3}
+    assert list(metakit.asdict_zerocopy(o)) == ["a", "scratch", "c"]
+    assert "asdict_zerocopy" in OverrideMixin.__dict__
+    assert MixedMeta(1).helper() == 42
+
+
+def test_replace_override_assigned_later_and_deleted():
+    _Base, Sub, _USub = _fresh_pair()
+    Sub.__replace__ = lambda self, /, **ch: "custom"
+    assert Sub().__replace__(b=2) == "custom"
+    assert metakit.replace(Sub(), b=2) == Sub(0, None, 2)
+    if PY313:
+        assert copy.replace(Sub(), b=2) == "custom"
+    del Sub.__replace__
+    r = Sub().__replace__(b=3)
+    assert type(r) is Sub
+    assert r == Sub(0, None, 3)
+
+
+def test_metaclass_call_in_body_is_honoured_by_replace():
+    calls = []
+
+    class Counting(ZeroCopyFields):
+        def __call__(cls, *a, **k):
+            calls.append((a, k))
+            return super().__call__(*a, **k)
+
+    @dataclass
+    class C(metaclass=Counting):
+        a: int
+        b: int = 0
+
+    o = C(1)
+    calls.clear()
+    dataclasses.replace(o, a=2)
+    ref = list(calls)
+    calls.clear()
+    metakit.replace(o, a=2)
+    assert calls == ref
+
+
+def test_replace_init_false_field_error_exact():
+    o = AttnMeta(1, 2, 3, [4], [1, 2])
+    res = replace_outcomes(o, max_seq_len=4)
+    assert res[0][0] == "err"
+    assert res[0][1] is (TypeError if PY313 else ValueError)
+    assert "max_seq_len" in res[0][2]
+    assert "init=False" in res[0][2]
+    assert all(r == res[0] for r in res)
+
+
+def test_replace_initvar_missing_error_exact():
+    o = KwOnlyInitVar(2, 0.5, 9)
+    res = replace_outcomes(o, a=3)
+    assert res[0][0] == "err"
+    assert "scale" in res[0][2]
+    assert res[0][1] is (TypeError if PY313 else ValueError)
+    assert all(r == res[0] for r in res)
+    assert_replace_like_dataclasses(o, scale=2.0)
+    assert_replace_like_dataclasses(o, scale=2.0, b=5, c=1, tag="y")
+
+
+def test_replace_initvar_with_default_uses_default_like_dataclasses():
+    @dataclass
+    class IVD(ZeroCopy):
+        a: int
+        scale: InitVar[int] = 3
+
+        def __post_init__(self, scale):
+            self.seen = scale
+
+    o = IVD(1, 9)
+    assert dataclasses.replace(o).seen == metakit.replace(o).seen == 3
+    assert metakit.replace(o, scale=4).seen == 4
+    assert_replace_like_dataclasses(o, a=2)
+
+
+def test_replace_unknown_name_error_exact():
+    for o, extra in (
+        (AttnMeta(1, 2, 3, []), {}),
+        (FrozenSlotsMeta(input_tokens=1, input_positions=2), {}),
+        (KwOnlyInitVar(1, 1.0), {"scale": 2.0}),
+    ):
+        res = replace_outcomes(o, bogus=1, **extra)
+        assert res[0][0] == "err"
+        assert res[0][1] is TypeError
+        assert "bogus" in res[0][2]
+        assert all(r == res[0] for r in res)
+
+
+def test_replace_combined_errors_first_field_wins_like_dataclasses():
+    o = KwOnlyInitVar(2, 0.5, 9)
+    assert_replace_like_dataclasses(o, derived=1.0)
+    assert_replace_like_dataclasses(o, derived=1.0, bogus=2)
+    assert_replace_like_dataclasses(o, scale=1.0, bogus=2)
+
+
+def test_replace_runs_post_init_once():
+    count = []
+
+    @dataclass
+    class PI(ZeroCopy):
+        a: int = 0
+
+        def __post_init__(self):
+            count.append(self.a)
+
+    o = PI()
+    count.clear()
+    dataclasses.replace(o, a=1)
+    ref = list(count)
+    count.clear()
+    metakit.replace(o, a=1)
+    assert count == ref == [1]
+    count.clear()
+    o.__replace__(a=2)
+    assert count == [2]
+
+
+def test_replace_frozen_post_init_recomputes_init_false():
+    o = FrozenPostInit([1, 2, 3])
+    r = metakit.replace(o, tokens=[1])
+    assert r.n == 1
+    assert r.cache == {}
+    assert r.cache is not o.cache
+    assert_replace_like_dataclasses(o, tokens=[1])
+
+
+def test_replace_default_factory_init_false_regenerated():
+    @dataclass
+    class DF(ZeroCopy):
+        a: int = 0
+        buf: list = field(init=False, default_factory=list)
+
+    o = DF()
+    o.buf.append(1)
+    r = metakit.replace(o, a=1)
+    assert r.buf == []
+    assert r.buf is not o.buf
+    assert_replace_like_dataclasses(o, a=1)
+
+
+def test_replace_keeps_values_identical():
+    o = FlashMeta(1, 8, 2, [0, 1], [4], query_start_loc=[0, 4], wrapper=object())
+    r = metakit.replace(o, num_prefills=5)
+    for f in dataclasses.fields(o):
+        if f.init and f.name != "num_prefills":
+            assert getattr(r, f.name) is getattr(o, f.name)
+    assert r.wrapper is o.wrapper
+    assert r.attn_bias is None
+    assert r._cached_prefill is None
+
+
+def test_replace_eq_false_returns_new_object():
+    o = EqFalseMeta([1], 2)
+    r = metakit.replace(o)
+    assert r is not o
+    assert r != o
+    assert r.a is o.a
+
+
+def test_replace_user_init_with_other_order():
+    @dataclass(init=False)
+    class UI(ZeroCopy):
+        a: int
+        b: int
+
+        def __init__(self, b, a):
+            self.a, self.b = a, b
+
+    assert_replace_like_dataclasses(UI(2, 1), a=5)
+    assert metakit.replace(UI(2, 1), a=5).a == 5
+
+
+def test_replace_undecorated_subclass_with_own_init():
+    @dataclass
+    class P(ZeroCopy):
+        a: int
+        b: int
+
+    class S(P):
+        def __init__(self, b, a):
+            super().__init__(a, b)
+
+    o = S(b=2, a=1)
+    assert_replace_like_dataclasses(o, a=5)
+    r = metakit.replace(o, a=5)
+    assert (r.a, r.b) == (5, 2)
+
+
+def test_replace_init_assigned_later():
+    @dataclass
+    class LI(ZeroCopy):
+        a: int
+        b: int
+
+    o = LI(1, 2)
+    metakit.replace(o, a=3)
+
+    def init(self, b, a):
+        self.a, self.b = a, b
+
+    LI.__init__ = init
+    assert_replace_like_dataclasses(o, a=5)
+    assert (metakit.replace(o, a=5).a, metakit.replace(o, a=5).b) == (5, 2)
+
+
+def test_replace_new_in_body_and_assigned_later_on_base():
+    rec = []
+
+    @dataclass
+    class N(ZeroCopy):
+        a: int
+        b: int = 0
+
+        def __new__(cls, *args, **kw):
+            rec.append((args, kw))
+            return super().__new__(cls)
+
+    o = N(1)
+    rec.clear()
+    dataclasses.replace(o, a=2)
+    ref = list(rec)
+    rec.clear()
+    metakit.replace(o, a=2)
+    assert rec == ref
+
+    @dataclass
+    class NB(ZeroCopy):
+        a: int
+        b: int = 0
+
+    @dataclass
+    class NS(NB):
+        c: int = 0
+
+    o = NS(1, 2, 3)
+    metakit.replace(o, a=1)
+
+    def new(cls, *args, **kw):
+        rec.append((args, kw))
+        return object.__new__(cls)
+
+    NB.__new__ = staticmethod(new)
+    rec.clear()
+    dataclasses.replace(o, a=2)
+    ref = list(rec)
+    rec.clear()
+    metakit.replace(o, a=2)
+    assert rec == ref
+
+
+def test_replace_kw_only_and_slots_frozen():
+    o = FrozenSlotsMeta(input_tokens=[1], input_positions=[0])
+    for ch in ({}, {"is_prompt": False}, {"input_tokens": [2], "seq_lens": (1, 2)}):
+        assert_replace_like_dataclasses(o, **ch)
+    r = metakit.replace(o, is_prompt=False)
+    assert r.input_tokens is o.input_tokens
+    assert not r.is_prompt
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.is_prompt = True
+
+
+def test_replace_generic_instances():
+    for o in (Box([1]), Box[int](3), IntBox(1, 2, 3), UBox("s")):
+        assert_replace_like_dataclasses(o, count=7)
+        r = metakit.replace(o, count=7)
+        assert type(r) is type(o)
+        assert "__orig_class__" not in getattr(r, "__dict__", {})
+
+
+def test_replace_refuses_non_instances_like_dataclasses():
+    for bad in (AttnMeta, 3, None, "s", [1]):
+        a = outcome(dataclasses.replace, bad)
+        b = outcome(metakit.replace, bad)
+        assert a[0] == b[0] == "err"
+        assert a[1] is b[1] is TypeError
+
+
+def test_replace_obj_keyword_is_a_change():
+    @dataclass
+    class Named(ZeroCopy):
+        obj: int = 0
+        self: int = 0
+
+    assert metakit.replace(Named(), obj=1, self=2) == Named(1, 2)
+
+
+def test_dunder_replace_on_every_version_and_copy_replace_on_313():
+    o = AttnMeta(1, 2, 3, [4])
+    r = AttnMeta.__replace__(o, num_prefills=9)
+    assert r.num_prefills == 9
+    assert r.slot_mapping is o.slot_mapping
+    if PY313:
+        r2 = copy.replace(o, num_prefills=8)
+        assert r2.num_prefills == 8
+        assert r2.slot_mapping is o.slot_mapping
+    else:
+        assert not hasattr(copy, "replace")
+
+
+def test_plain_dataclass_replace_function_form():
+    @dataclass(frozen=True)
+    class PF:
+        a: int
+        b: list = field(default_factory=list)
+        c: int = field(init=False, default=0)
+
+    o = PF(1, [2])
+    for ch in ({}, {"a": 2}, {"c": 1}, {"z": 1}):
+        a = outcome(dataclasses.replace, o, **ch)
+        b = outcome(metakit.replace, o, **ch)
+        if a[0] == "ok":
+            assert b[0] == "ok"
+            assert state(a[1], o, ch) == state(b[1], o, ch)
+        else:
+            assert a == b
+
+
+def test_user_replace_method_untouched():
+    @dataclass
+    class V1Meta(ZeroCopy):
+        num_actual_tokens: int = 0
+        slot_mapping: list = field(default_factory=list)
+
+        def replace(self, **kwargs):
+            return ("mine", dataclasses.replace(self, **kwargs))
+
+    o = V1Meta(1, [2])
+    tag, r = o.replace(num_actual_tokens=3)
+    assert tag == "mine"
+    assert r.slot_mapping is o.slot_mapping
+    assert metakit.replace(o, num_actual_tokens=4) == V1Meta(4, [2])
+    assert V1Meta.__replace__(o, num_actual_tokens=5) == V1Meta(5, [2])
+
+
+def test_post_init_chain_across_levels_runs_once_per_replace():
+    calls = []
+
+    @dataclass
+    class L0(ZeroCopy):
+        a: int = 0
+
+        def __post_init__(self):
+            calls.append("L0")
+
+    @dataclass
+    class L1(L0):
+        b: int = 0
+
+        def __post_init__(self):
+            super().__post_init__()
+            calls.append("L1")
+
+    class L2(L1):
+        pass
+
+    for cls in (L1, L2):
+        o = cls()
+        calls.clear()
+        dataclasses.replace(o, b=1)
+        ref = list(calls)
+        calls.clear()
+        metakit.replace(o, b=1)
+        assert calls == ref == ["L0", "L1"]
+
+
+def test_inherited_asdict_override_not_replaced():
+    # DESIGN: "A method that the user wrote in a class body, or inherits from one, is never replaced by a
+    # generated one."
+    @dataclass
+    class Base(ZeroCopy):
+        x: int = 1
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return {"custom": True}
+
+        def astuple_zerocopy(self):
+            return ("custom",)
+
+    @dataclass
+    class Sub(Base):
+        y: int = 2
+
+    class Undecorated(Sub):
+        pass
+
+    for cls in (Sub, Undecorated):
+        assert cls().asdict_zerocopy() == {"custom": True}
+        assert cls().astuple_zerocopy() == ("custom",)
+        assert metakit.asdict_zerocopy(cls()) == {"x": 1, "y": 2}
+
+
+def test_replace_override_assigned_on_base_super_serves_instance_class():
+    # README: "super().__replace__(...) inside it" gets the instance's own class; overrides assigned later behave
+    # like body ones
+    _P, Q, R = make_chain()
+
+    def rep(self, /, **changes):
+        return super(Q, self).__replace__(**changes)
+
+    Q.__replace__ = rep
+    q2 = Q().__replace__(a=9)
+    assert type(q2) is Q
+    assert q2.a == 9
+    assert q2.b == 2
+    assert metakit.replace(R(), a=4) == R(4, 2, 3)
+    del Q.__replace__
+    q3 = Q().__replace__(b=7)
+    assert type(q3) is Q
+    assert q3 == Q(1, 7)
+
+
+def test_copy_replace_on_313():
+    # DESIGN: "Every class made by ZeroCopyFields also gets it as __replace__, so copy.replace (3.13+) uses it."
+    _P, _Q, R = make_chain()
+    if sys.version_info >= (3, 13):
+        r = copy.replace(R(), b=5)
+        assert type(r) is R
+        assert r == R(1, 5, 3)
+    assert R.__replace__(R(), b=5) == R(1, 5, 3)
+
+
+def test_user_replace_method_untouched_overrides_meta():
+    # README: "A __replace__ or replace that you write is never touched; metakit.replace(obj) runs the generated
+    # code all the same"
+    @dataclass
+    class V(ZeroCopy):
+        a: int = 1
+
+        def replace(self, **kw):
+            return ("mine", kw)
+
+        def __replace__(self, /, **kw):
+            return ("dunder", kw)
+
+    assert V().replace(a=2) == ("mine", {"a": 2})
+    assert V().__replace__(a=2) == ("dunder", {"a": 2})
+    assert metakit.replace(V(), a=2) == V(2)
+    if sys.version_info >= (3, 13):
+        assert copy.replace(V(), a=2) == ("dunder", {"a": 2})
+
+
+def _inherited_replace_outcome(base):
+    bases = (base,) if base else ()
+
+    @dataclass
+    class Q(*bases):
+        a: int = 1
+
+        def __replace__(self, /, **changes):
+            return "user __replace__"
+
+    @dataclass
+    class R(Q):
+        b: int = 2
+
+    return R().__replace__(a=5)
+
+
+def test_inherited_user_dunder_replace_behaves_as_without_metakit():
+    # README "Your own methods win": "A method named asdict_zerocopy or astuple_zerocopy that you write in a class
+    # body, or that a class inherits from one, is never replaced by a generated one; nor is a __replace__ or a
+    # replace method of your own." README API: "metakit changes none of its behaviour".
+    # So a dataclass R(Q) that inherits Q's own __replace__ must behave as the plain-dataclass twin does on this
+    # Python: on 3.10-3.12 R inherits Q's method; on 3.13 dataclasses itself gives R its own __replace__.
+    plain = _inherited_replace_outcome(None)
+    zc = _inherited_replace_outcome(ZeroCopy)
+    if sys.version_info >= (3, 13):
+        assert plain != "user __replace__"
+        assert zc != "user __replace__"
+        assert type(zc).__name__ == "R"
+    else:
+        assert plain == "user __replace__"
+        assert zc == plain
+
+
+T_REPLACE = typing.TypeVar("T_REPLACE")
+
+
+def outcome_replace(fn, obj, changes, /):
+    try:
+        r = fn(obj, **changes)
+    except Exception as e:
+        return ("raise", type(e), str(e))
+    state = dict(vars(r)) if hasattr(r, "__dict__") else {s: getattr(r, s) for s in type(r).__slots__ if hasattr(r, s)}
+    return ("ok", type(r), state)
+
+
+def compare(obj, /, **changes):
+    exp = outcome_replace(dataclasses.replace, obj, changes)
+    got = [outcome_replace(metakit.replace, obj, changes)]
+    if isinstance(obj, ZeroCopy):
+        got.append(outcome_replace(type(obj).__replace__, obj, changes))
+        if sys.version_info >= (3, 13):
+            got.append(outcome_replace(copy.replace, obj, changes))
+    for g in got:
+        assert g == exp, (changes, g, exp)
+    return exp
+
+
+def make_classes(base):
+    bases = (base,) if base else ()
+    post_calls = []
+
+    @dataclass
+    class Full(*bases):
+        x: object
+        y: list = field(default_factory=list)
+        w: object = field(default=None, metadata=OMIT)
+        z: object = field(default=0, init=False)
+        zf: list = field(default_factory=list, init=False)
+        cv: ClassVar[int] = 5
+        iv: InitVar[int] = 0
+        ivn: InitVar[int] = field(default=7)
+
+        def __post_init__(self, iv, ivn):
+            post_calls.append(1)
+            self.z = (iv, ivn)
+            self.derived = [self.x]
+
+    @dataclass
+    class NeedsIV(*bases):
+        x: int
+        iv: InitVar[int]
+
+        def __post_init__(self, iv):
+            self.seen = iv
+
+    @dataclass(frozen=True, slots=True)
+    class FS(*bases):
+        obj: int
+        changes: int = 0
+        self: int = 1
+        z: int = field(default=0, init=False)
+
+        def __post_init__(self):
+            object.__setattr__(self, "z", self.obj * 10)
+
+    @dataclass(kw_only=True)
+    class KW(*bases):
+        a: int
+        b: int = 2
+
+    @dataclass
+    class KWS(*bases):
+        a: int = 0
+        _: KW_ONLY
+        k: int = 1
+        z: int = field(default=0, init=False)
+
+    @dataclass
+    class Gen(*bases, typing.Generic[T_REPLACE]):
+        v: T_REPLACE
+        w: int = 0
+
+    @dataclass(frozen=True)
+    class Fro(*bases):
+        a: int = 0
+        b: int = 0
+
+    @dataclass
+    class NoDefaultInitFalse(*bases):
+        a: int = 0
+        late: int = field(init=False)
+
+    return post_calls, {
+        "Full": Full,
+        "NeedsIV": NeedsIV,
+        "FS": FS,
+        "KW": KW,
+        "KWS": KWS,
+        "Gen": Gen,
+        "Fro": Fro,
+        "NIF": NoDefaultInitFalse,
+    }
+
+
+CHANGES = {
+    "Full": [
+        {},
+        {"x": 2},
+        {"y": [1]},
+        {"w": "ww"},
+        {"z": 4},
+        {"zf": []},
+        {"q": 1},
+        {"cv": 1},
+        {"iv": 5},
+        {"ivn": 6},
+        {"iv": 1, "ivn": 2, "x": 3},
+        {"z": 1, "q": 2},
+        {"q": 2, "z": 1},
+        {"derived": 1},
+    ],
+    "NeedsIV": [{}, {"x": 3}, {"iv": 3}, {"x": 3, "iv": 4}, {"nope": 1}],
+    "FS": [{}, {"obj": 3}, {"changes": 9, "self": 4}, {"z": 1}, {"obj": 1, "changes": 2, "self": 3}],
+    "KW": [{}, {"a": 5}, {"b": 1}, {"c": 1}],
+    "KWS": [{}, {"k": 3}, {"z": 3}, {"a": 1, "k": 2}],
+    "Gen": [{}, {"v": "s"}, {"w": 1}],
+    "Fro": [{}, {"a": 1}, {"b": 2, "a": 3}],
+    "NIF": [{}, {"a": 1}, {"late": 1}],
+}
+
+
+def instances(cls_map):
+    nif = cls_map["NIF"]()
+    nif.late = 5
+    return {
+        "Full": cls_map["Full"]([1], iv=2),
+        "NeedsIV": cls_map["NeedsIV"](1, 2),
+        "FS": cls_map["FS"](1),
+        "KW": cls_map["KW"](a=1),
+        "KWS": cls_map["KWS"](k=5),
+        "Gen": cls_map["Gen"][int](1),
+        "Fro": cls_map["Fro"](),
+        "NIF": nif,
+    }
+
+
+@pytest.mark.parametrize("base", [ZeroCopy, None], ids=["zerocopy", "plain"])
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_replace_matches_dataclasses(base, name):
+    # DESIGN/README: same results, same exception types and messages, on each Python
+    _, cls_map = make_classes(base)
+    obj = instances(cls_map)[name]
+    for ch in CHANGES[name]:
+        compare(obj, **ch)
+
+
+def test_post_init_runs_and_init_false_remade():
+    # README: "so __post_init__ runs and init=False fields are made again rather than copied"
+    post_calls, cls_map = make_classes(ZeroCopy)
+    o = cls_map["Full"]([1], iv=2)
+    o.zf.append("old")
+    n0 = len(post_calls)
+    r = metakit.replace(o, x=[2])
+    assert len(post_calls) == n0 + 1
+    assert r.zf == []
+    assert r.zf is not o.zf
+    assert r.z == dataclasses.replace(o, x=[2]).z == (0, 7)  # InitVar default read as dataclasses does
+    assert r.derived == [[2]]
+    # values are never copied
+    r2 = metakit.replace(o)
+    assert r2.x is o.x
+    assert r2.y is o.y
+    assert r2.w is o.w
+
+
+def test_replace_values_not_copied_omit_carried():
+    # README: "OMIT fields are carried like any field: they are fields. Values are never copied."
+    _, cls_map = make_classes(ZeroCopy)
+    w = object()
+    o = cls_map["Full"]([1], w=w)
+    assert metakit.replace(o, x=2).w is w
+    assert metakit.replace(o, x=2).y is o.y
+
+
+def test_replace_positional_only_obj():
+    # DESIGN: metakit.replace(obj, /, **changes): a field named obj works
+    _, cls_map = make_classes(ZeroCopy)
+    fs = cls_map["FS"](1)
+    assert metakit.replace(fs, obj=5).obj == 5
+    with pytest.raises(TypeError):
+        metakit.replace(fs, 5)
+    with pytest.raises(TypeError):
+        metakit.replace()
+
+
+@pytest.mark.parametrize("value", [3, None, "s", object()], ids=repr)
+def test_replace_non_dataclass_same_error(value):
+    # DESIGN: same errors as dataclasses.replace
+    with pytest.raises(TypeError) as exp:
+        dataclasses.replace(value)
+    with pytest.raises(TypeError) as got:
+        metakit.replace(value)
+    assert str(got.value) == str(exp.value)
+
+
+def test_replace_class_instead_of_instance_same_error():
+    _, cls_map = make_classes(ZeroCopy)
+    cls = cls_map["Fro"]
+    with pytest.raises(TypeError) as exp:
+        dataclasses.replace(cls)
+    with pytest.raises(TypeError) as got:
+        metakit.replace(cls)
+    assert str(got.value) == str(exp.value)
+
+
+def test_replace_subclass_with_custom_init():
+    # dataclasses.replace calls obj.__class__(**changes); so must metakit
+    @dataclass
+    class A(ZeroCopy):
+        x: int = 0
+        y: int = 0
+
+    class Sub(A):
+        def __init__(self, x=0, y=0):
+            super().__init__(x, y)
+            self.sub = True
+
+    s = Sub(1, 2)
+    compare(s)
+    compare(s, x=5)
+    assert metakit.replace(s, x=5).sub
+
+
+def test_replace_missing_attribute_same_error():
+    @dataclass
+    class A(ZeroCopy):
+        x: int
+
+    a = A(1)
+    del a.x
+    compare(a)
+    compare(a, x=2)
+
+
+def test_replace_does_not_mutate_callers_mapping():
+    _, cls_map = make_classes(ZeroCopy)
+    o = cls_map["Fro"]()
+    ch = {"a": 4}
+    metakit.replace(o, **ch)
+    type(o).__replace__(o, **ch)
+    assert ch == {"a": 4}
+
+
+def test_replace_odd_names_match():
+    # README: "fields named self, obj or changes work"
+    C = dataclasses.make_dataclass(
+        "OddR",
+        [
+            (n, int, field(default=i))
+            for i, n in enumerate(["self", "obj", "changes", "cls", "d", "name", "error", "_replace_by_dataclasses"])
+        ],
+        bases=(ZeroCopy,),
+    )
+    o = C()
+    for ch in ({}, {"self": 9}, {"changes": 1, "obj": 2}, {"_replace_by_dataclasses": 3}, {"nope": 1}):
+        compare(o, **ch)
+
+
+@pytest.mark.parametrize("base", [ZeroCopy, None], ids=["zerocopy", "plain"])
+def test_replace_post_init_raising_and_custom_init(base):
+    bases = (base,) if base else ()
+
+    @dataclass
+    class Checked(*bases):
+        x: int = 0
+
+        def __post_init__(self):
+            if self.x < 0:
+                raise ValueError(f"bad x {self.x}")
+
+    compare(Checked(), x=-1)
+    compare(Checked(), x=1)
+
+    @dataclass(init=False)
+    class OwnInit(*bases):
+        a: int = 0
+        b: int = 0
+
+        def __init__(self, a=0, b=0, extra=None):
+            self.a, self.b, self.extra = a, b * 2, extra
+
+    o = OwnInit(1, 2)
+    compare(o)
+    compare(o, a=5)
+    compare(o, extra=1)
+
+
+def test_replace_plain_dataclass_with_own_dunder_replace_runs_generated():
+    # README: "metakit.replace(obj) runs the generated code all the same, as the other function forms do"
+    @dataclass
+    class P:
+        a: int = 0
+
+        def __replace__(self, /, **kw):
+            return "mine"
+
+    r = metakit.replace(P(), a=3)
+    assert r == P(3)
+    assert type(r) is P
+
+
+def test_init_false_class_gets_methods_and_replace_matches():
+    # README: "otherwise (init=False, or an __init__ of the class's own) they are installed there and then"
+    @dataclass(init=False)
+    class NoInit(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    o = NoInit()
+    o.a = 10
+    _check_methods(o)
+    assert o.asdict_zerocopy() == {"a": 10, "b": 2}
+    # object.__init__ refuses the keywords: the very error dataclasses.replace gives
+    _assert_replace_like_dataclasses(o, a=3)
+    _assert_replace_like_dataclasses(o)
+
+
+def test_own_init_in_body_is_called_by_replace_with_keywords():
+    # DESIGN: "metakit.replace(obj, /, **changes) returns a new instance ... exactly as dataclasses.replace does"
+    @dataclass
+    class Own(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+        def __init__(self, b=20, a=10):  # parameters in the other order
+            self.a = a
+            self.b = b
+
+    assert Own().asdict_zerocopy() == {"a": 10, "b": 20}
+    _assert_replace_like_dataclasses(Own(), a=5)
+    _assert_replace_like_dataclasses(Own(), b=5)
+    _assert_replace_like_dataclasses(Own())
+    assert metakit.replace(Own(), a=5).asdict_zerocopy() == {"a": 5, "b": 20}
+
+
+def _swapped_init_rework(self, b=20, a=10):
+    self.a = a
+    self.b = b
+
+
+def test_init_assigned_after_creation_replace_matches_dataclasses():
+    # DESIGN: "metakit.replace(obj, /, **changes) returns a new instance ... exactly as dataclasses.replace does
+    # (the same errors ...; __post_init__ runs ...)"
+    @dataclass
+    class Rec(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+        def __post_init__(self):
+            _calls.append("post")
+
+    original = Rec.__init__
+    Rec.__init__ = _swapped_init_rework
+    _assert_replace_like_dataclasses(Rec(), a=5)
+    _assert_replace_like_dataclasses(Rec())
+
+    def kw_only_init(self, *, a=1, b=2):
+        original(self, a, b)
+
+    Rec.__init__ = kw_only_init
+    _assert_replace_like_dataclasses(Rec(), a=5)
+    _assert_replace_like_dataclasses(Rec(), zz=5)
+
+    Rec.__init__ = original
+    _assert_replace_like_dataclasses(Rec(), a=5)
+    _calls.clear()
+    metakit.replace(Rec(), a=3)
+    assert _calls == ["post", "post"]
+
+
+def test_init_assigned_on_base_after_subclass_creation_replace_matches():
+    # DESIGN: "exactly as dataclasses.replace does"
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    @dataclass
+    class Sub(Base):
+        pass
+
+    Base.__init__ = _swapped_init_rework
+    _assert_replace_like_dataclasses(Base(), a=5)
+    _assert_replace_like_dataclasses(Sub(), a=5)
+
+
+def _recording_new(cls, *args, **kwargs):
+    obj = object.__new__(cls)
+    obj.new_args = (args, kwargs)
+    return obj
+
+
+def test_new_assigned_after_creation_replace_matches_dataclasses():
+    # DESIGN: "exactly as dataclasses.replace does"
+    @dataclass
+    class InBody(ZeroCopy):
+        a: int = 1
+        b: int = 2
+        __new__ = _recording_new
+
+    @dataclass
+    class Later(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    Later.__new__ = _recording_new
+    for cls in (InBody, Later):
+        _assert_replace_like_dataclasses(cls(), a=5)
+        _assert_replace_like_dataclasses(cls())
+
+    def refusing_new(cls, *args, **kwargs):
+        raise RuntimeError("no new instances")
+
+    Later.__new__ = refusing_new
+    _assert_replace_like_dataclasses(object.__new__(Later), a=5)
+
+
+def test_undecorated_subclass_own_init_replace_matches_dataclasses():
+    # DESIGN: "metakit.replace(obj, /, **changes) returns a new instance of the same class with the given fields
+    # changed, exactly as dataclasses.replace does"
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    class InBody(Base):
+        def __init__(self, b=20, a=10):
+            self.a = a
+            self.b = b
+
+    class KwOnly(Base):
+        def __init__(self, *, a=1, b=2):
+            self.a = a
+            self.b = b
+
+    class AssignedLater(Base):
+        pass
+
+    AssignedLater.__init__ = _swapped_init_rework
+
+    class InitMixin:
+        def __init__(self, b=20, a=10):
+            self.a = a
+            self.b = b
+
+    class FromMixin(InitMixin, Base):
+        pass
+
+    @dataclass(slots=True)
+    class SlotsBase(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    class SlotsSub(SlotsBase):
+        __slots__ = ()
+
+        def __init__(self, b=20, a=10):
+            SlotsBase.__init__(self, a, b)
+
+    failures = []
+    for cls in (InBody, KwOnly, AssignedLater, FromMixin, SlotsSub):
+        ref, got = _replace_outcomes(cls(), a=5)
+        failures += [(cls.__name__, how, o, ref) for how, o in got.items() if o != ref]
+    assert not failures, failures
+
+
+def test_undecorated_subclass_own_new_replace_matches_dataclasses():
+    # DESIGN: "exactly as dataclasses.replace does"
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    class WithNew(Base):
+        __new__ = _recording_new
+
+    class NewLater(Base):
+        pass
+
+    NewLater.__new__ = _recording_new
+    failures = []
+    for cls in (WithNew, NewLater):
+        ref, got = _replace_outcomes(cls(), a=5)
+        failures += [(cls.__name__, how, o, ref) for how, o in got.items() if o != ref]
+    assert not failures, failures
+
+
+def test_deleted_dataclass_init_replace_gives_same_error():
+    # DESIGN: "the same errors for unknown names, init=False fields and missing InitVars"
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    @dataclass
+    class Sub(Base):
+        c: int = 3
+
+    del Sub.__init__
+    s = object.__new__(Sub)
+    s.a, s.b, s.c = 1, 2, 3
+    _assert_replace_like_dataclasses(s, a=5)
+
+
+def test_init_false_subclass_of_generated_init_replace_same_error():
+    # DESIGN: "the same errors for unknown names, init=False fields and missing InitVars"
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    @dataclass(init=False)
+    class Sub(Base):
+        c: int = 0
+
+    s = object.__new__(Sub)
+    s.a, s.b, s.c = 1, 2, 3
+    for changes in ({}, {"a": 5}, {"c": 5}):
+        _assert_replace_like_dataclasses(s, **changes)
+
+
+_KINDS = (
+    "plain",
+    "plain_nodef",
+    "init_false",
+    "init_false_factory",
+    "initvar",
+    "initvar_nodef",
+    "classvar",
+    "omit",
+    "kw_only",
+    "kw_only_nodef",
+)
+
+
+def _post_init(self, *initvars):
+    _calls.append((type(self).__name__, initvars))
+
+
+def _random_shape(rng: random.Random, index: int):
+    kinds = [rng.choice(_KINDS) for _ in range(rng.randint(0, 7))]
+    # positional fields without a default come first
+    kinds.sort(key=lambda k: k not in ("plain_nodef", "initvar_nodef"))
+    class_kw_only = rng.random() < 0.15
+    specs, init_values = [], {}
+    for i, kind in enumerate(kinds):
+        name = f"f{i}"
+        if kind == "plain":
+            specs.append((name, int, field(default=i)))
+        elif kind == "plain_nodef":
+            specs.append((name, int))
+            init_values[name] = 100 + i
+        elif kind == "init_false":
+            specs.append((name, int, field(default=i, init=False)))
+        elif kind == "init_false_factory":
+            specs.append((name, list, field(default_factory=list, init=False)))
+        elif kind == "initvar":
+            specs.append((name, InitVar[int], field(default=i)))
+        elif kind == "initvar_nodef":
+            specs.append((name, InitVar[int]))
+            init_values[name] = 200 + i
+        elif kind == "classvar":
+            specs.append((name, ClassVar[int], i))
+        elif kind == "omit":
+            specs.append((name, object, field(default=None, metadata=OMIT)))
+        elif kind == "kw_only":
+            specs.append((name, int, field(default=i, kw_only=True)))
+        else:
+            specs.append((name, int, field(kw_only=True)))
+            init_values[name] = 300 + i
+    cls = make_dataclass(
+        f"Shape{index}",
+        specs,
+        bases=(ZeroCopy,),
+        namespace={"__post_init__": _post_init},
+        frozen=rng.random() < 0.3,
+        slots=rng.random() < 0.3,
+        kw_only=class_kw_only,
+    )
+    return cls, [s[0] for s in specs], init_values
+
+
+def test_replace_equivalence_on_many_random_shapes():
+    # DESIGN: "metakit.replace(obj, /, **changes) returns a new instance of the same class with the given fields
+    # changed, exactly as dataclasses.replace does (the same errors for unknown names, init=False fields and missing
+    # InitVars; __post_init__ runs; frozen and slots classes work)"
+    rng = random.Random(20240601)
+    for index in range(150):
+        cls, names, init_values = _random_shape(rng, index)
+        obj = cls(**init_values)
+        _check_methods(obj)
+        change_sets = [{}, {"nope": 1}, dict.fromkeys(names, -1), dict.fromkeys(init_values, -2)]
+        change_sets += [{n: -3} for n in names]
+        for changes in change_sets:
+            _assert_replace_like_dataclasses(obj, **changes)
+
+
+def test_replace_call_errors_match_dataclasses():
+    # DESIGN: "exactly as dataclasses.replace does (the same errors ...)"
+    @dataclass(frozen=True, slots=True)
+    class FS(ZeroCopy):
+        a: int = 1
+
+    for args, kwargs in (((FS(), FS()), {}), ((FS,), {}), ((), {"obj": FS()}), ((object(),), {}), ((5,), {"a": 1})):
+        ref = _outcome(lambda args=args, kwargs=kwargs: dataclasses.replace(*args, **kwargs))
+        got = _outcome(lambda args=args, kwargs=kwargs: metakit.replace(*args, **kwargs))
+        assert got[:2] == ref[:2], (args, kwargs, got, ref)
+
+
+def test_copy_replace_and_dunder_replace():
+    # DESIGN: "Every class made by ZeroCopyFields also gets it as __replace__, so copy.replace (3.13+) uses it."
+    @dataclass
+    class Rec(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    assert "__replace__" in Rec.__dict__
+    assert Rec().__replace__(a=3) == Rec(3, 2)
+    if PY313:
+        assert copy.replace(Rec(), b=5) == Rec(1, 5)
+        with pytest.raises(TypeError):
+            copy.replace(Rec(), zz=1)
+    else:
+        assert not hasattr(copy, "replace")
+
+
+PY313_STATEFUL = sys.version_info >= (3, 13)
+
+
+SETTINGS = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.mark.parametrize("where", ["base body", "mixin body", "base, assigned late"])
+def test_assigning_init_later_keeps_an_inherited_replace(where):
+    # README: "A method named ... that you write in a class body, or that a class inherits from one,
+    # is never replaced by a generated one; nor is a `__replace__` or a `replace` method of your own."
+    def own(self, /, **changes):
+        return "own __replace__"
+
+    class Mixin:
+        pass
+
+    if where == "mixin body":
+        Mixin.__replace__ = own
+    base_ns = {"__replace__": own} if where == "base body" else {}
+
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+        locals().update(base_ns)
+
+    class Sub(Mixin, Base):
+        pass
+
+    if where == "base, assigned late":
+        Base.__replace__ = own
+    assert Sub().__replace__() == "own __replace__"
+    Sub.__new__ = staticmethod(lambda cls, *a, **k: object.__new__(cls))
+    assert Sub().__replace__() == "own __replace__"
+    if PY313_STATEFUL:
+        assert copy.replace(Sub()) == "own __replace__"
+
+
+ALL_KINDS = [
+    "plain",
+    "default",
+    "factory",
+    "init_false",
+    "init_false_factory",
+    "init_false_nodefault",
+    "initvar",
+    "initvar_default",
+    "classvar",
+    "kw_only",
+    "kw_only_default",
+    "omit",
+]
+
+
+REPLACE_NAMES = ["a", "b", "c", "self", "obj", "changes", "d", "name", "error", "arguments", "cls"]
+
+
+def shape_entry(name, kind, label):  # noqa: PLR0911 - one return per field kind
+    if kind == "plain":
+        return int, dataclasses.MISSING
+    if kind == "default":
+        return int, Val(f"{label}.{name}")
+    if kind == "factory":
+        return list, field(default_factory=lambda: [label, name])
+    if kind == "init_false":
+        return int, field(init=False, default=Val(f"{label}.{name}.nf"))
+    if kind == "init_false_factory":
+        return list, field(init=False, default_factory=lambda: [label, name, "nf"])
+    if kind == "init_false_nodefault":
+        return int, field(init=False)
+    if kind == "initvar":
+        return InitVar[int], dataclasses.MISSING
+    if kind == "initvar_default":
+        return InitVar[int], Val(f"{label}.{name}.iv")
+    if kind == "classvar":
+        return ClassVar[int], Val(f"{label}.{name}.cv")
+    if kind == "kw_only":
+        return int, field(kw_only=True)
+    if kind == "kw_only_default":
+        return int, field(kw_only=True, default=Val(f"{label}.{name}.kw"))
+    if kind == "omit":
+        return object, field(default=Val(f"{label}.{name}.omit"), metadata=OMIT)
+    raise AssertionError(kind)
+
+
+def post_init_for(slots, frozen):
+    def __post_init__(self, *initvars):
+        for f in dataclasses.fields(self):
+            if not f.init:
+                object.__setattr__(self, f.name, ("made by __post_init__", initvars, getattr(self, f.name, None)))
+        if not slots:
+            object.__setattr__(self, "attn_bias", ("not a field", initvars))
+            # an InitVar's name may also be an instance attribute: replace passes what it reads
+            ivs = [
+                f.name for f in type(self).__dataclass_fields__.values() if f._field_type is dataclasses._FIELD_INITVAR
+            ]
+            for name, value in zip(ivs, initvars, strict=False):
+                object.__setattr__(self, name, ("initvar seen", value))
+
+    return __post_init__
+
+
+shape_strategy = st.fixed_dictionaries(
+    {
+        "base": st.lists(
+            st.tuples(st.sampled_from(REPLACE_NAMES), st.sampled_from(ALL_KINDS)), max_size=5, unique_by=lambda t: t[0]
+        ),
+        "kw_only_marker": st.one_of(st.none(), st.integers(0, 5)),
+        "slots": st.booleans(),
+        "frozen": st.booleans(),
+        "post_init": st.booleans(),
+        "sub": st.sampled_from(
+            [
+                None,
+                "decorated",
+                "undecorated",
+                "undecorated_init",
+                "undecorated_new",
+                "decorated_own_init",
+                "assigned_init",
+                "assigned_new",
+            ]
+        ),
+        "sub_fields": st.lists(
+            st.tuples(st.sampled_from(REPLACE_NAMES), st.sampled_from(ALL_KINDS)), max_size=3, unique_by=lambda t: t[0]
+        ),
+        "sub_slots": st.booleans(),
+        "sub_post_init": st.booleans(),
+        "options": st.fixed_dictionaries({"eq": st.booleans(), "repr": st.booleans(), "match_args": st.booleans()}),
+    }
+)
+
+
+def build_shape(shape, base_class):  # noqa: PLR0912 - one branch per class option
+    """Builds the shape on the given base (ZeroCopy or a plain object); returns the class or the creation error."""
+    label = "R"
+    ann: dict[str, Any] = {}
+    ns: dict[str, Any] = {"__module__": __name__, "__qualname__": "Rec"}
+    for i, (name, kind) in enumerate(shape["base"]):
+        if shape["kw_only_marker"] == i:
+            ann["_"] = KW_ONLY
+        ann[name], default = shape_entry(name, kind, label)
+        if default is not dataclasses.MISSING:
+            ns[name] = default
+    ns["__annotations__"] = ann
+    if shape["post_init"]:
+        ns["__post_init__"] = post_init_for(shape["slots"], shape["frozen"])
+    opts = dict(shape["options"], frozen=shape["frozen"], slots=shape["slots"])
+    bases = (base_class,) if base_class is not object else ()
+    rec = dataclass(**opts)(type("Rec", bases, ns))
+    sub = shape["sub"]
+    if sub is None:
+        return rec
+    sns: dict[str, Any] = {"__module__": __name__, "__qualname__": "Sub"}
+    init_names = [f.name for f in dataclasses.fields(rec) if f.init] + [
+        n for n, k in shape["base"] if k in ("initvar", "initvar_default")
+    ]
+    if sub.startswith("decorated"):
+        sann = {}
+        for name, kind in shape["sub_fields"]:
+            sann[name], default = shape_entry(name, kind, "S")
+            if default is not dataclasses.MISSING:
+                sns[name] = default
+        sns["__annotations__"] = sann
+        if shape["sub_post_init"]:
+            sns["__post_init__"] = post_init_for(shape["sub_slots"], shape["frozen"])
+        if sub == "decorated_own_init":
+            sns["__init__"] = keyword_init(rec)
+        return dataclass(frozen=shape["frozen"], slots=shape["sub_slots"])(type("Sub", (rec,), sns))
+    if sub == "undecorated_init":
+        sns["__init__"] = reversed_init(rec, init_names)
+    if sub == "undecorated_new":
+
+        def __new__(klass_, /, *args, **kwargs):
+            NEW_CALLS.append((args, dict(kwargs)))
+            return object.__new__(klass_)
+
+        sns["__new__"] = __new__
+    cls = type(rec)("Sub", (rec,), sns)
+    if sub == "assigned_init":
+        cls.__init__ = reversed_init(rec, init_names)
+    if sub == "assigned_new":
+        cls.__new__ = staticmethod(lambda klass_, /, *a, **k: object.__new__(klass_))
+    return cls
+
+
+NEW_CALLS: list = []
+
+
+def reversed_init(parent, names):
+    """An __init__ that takes the same names by position in reversed order."""
+    params = ", ".join(f"{n}=_MISSING" for n in reversed(names))
+    passing = ", ".join(f"{n}={n}" for n in names)
+    src = (
+        textwrap.dedent(
+            f"""
+        def __init__(__self, {params}):
+            kwargs = dict({passing})
+            parent.__init__(__self, **{{k: v for k, v in kwargs.items() if v is not _MISSING}})
+        """
+        )
+        if names
+        else "def __init__(__self):\n    parent.__init__(__self)\n"
+    )
+    namespace = {"parent": parent, "_MISSING": object()}
+    exec(src, namespace)  # test scaffolding: a user-written __init__ with its own parameter order
+    return namespace["__init__"]
+
+
+def keyword_init(parent):
+    def __init__(self_, /, **kwargs):  # keywords only: a positional call is refused
+        parent.__init__(self_, **kwargs)
+
+    return __init__
+
+
+def required_kwargs(cls):
+    kw = {}
+    for f in dataclasses.fields(cls):
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kw[f.name] = Val(f"given {f.name}")
+    for f in cls.__dataclass_fields__.values():
+        if f._field_type is dataclasses._FIELD_INITVAR and f.default is dataclasses.MISSING:
+            kw[f.name] = Val(f"given initvar {f.name}")
+    return kw
+
+
+def full_norm(o):
+    if o[0] == "err":
+        return o
+    r = o[1]
+    extra = dict(vars(r)) if hasattr(r, "__dict__") else None
+    return ("ok", norm_instance(r), extra)
+
+
+@SETTINGS
+@given(shape=shape_strategy, data=st.data())
+def test_replace_is_dataclasses_replace(shape, data):
+    # README: "The semantics are `dataclasses.replace`'s, to the letter, on every version" and
+    # "What `dataclasses.replace` refuses ... raises exactly its exception with exactly its message"
+    # README: "You keep the standard `@dataclass` decorator, and metakit changes none of its behaviour"
+    plain = outcome_stateful(build_shape, shape, object)
+    ours = outcome_stateful(build_shape, shape, ZeroCopy)
+    assert plain[0] == ours[0], (plain, ours)
+    if plain[0] == "err":
+        assert plain[1:] == ours[1:]
+        return
+    for cls in (plain[1], ours[1]):
+        made = outcome_stateful(cls, **required_kwargs(cls))
+        if made[0] == "err":
+            note(f"cannot make an instance: {made}")
+            continue
+        obj = made[1]
+        names = [*cls.__dataclass_fields__, "zz_not_a_field"]
+        keys = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=3), label="changed names")
+        changes = {k: Val(f"changed {k}") for k in keys}
+        ref = outcome_stateful(dataclasses.replace, obj, **changes)
+        got = outcome_stateful(metakit.replace, obj, **changes)
+        assert full_norm(got) == full_norm(ref), f"metakit.replace: {got!r} != dataclasses.replace: {ref!r}"
+        if got[0] == "ok":
+            # "Values are never copied."
+            for f in dataclasses.fields(cls):
+                if f.init and f.name not in changes and getattr(ref[1], f.name, None) is getattr(obj, f.name, None):
+                    assert getattr(got[1], f.name) is getattr(obj, f.name), f.name
+        if isinstance(obj, ZeroCopy):
+            # "Every class made by ZeroCopyFields gets the code as `__replace__`"
+            assert full_norm(outcome_stateful(obj.__replace__, **changes)) == full_norm(ref)
+            if PY313_STATEFUL:
+                assert full_norm(outcome_stateful(copy.replace, obj, **changes)) == full_norm(ref)
+        # the input is never changed
+        assert all(isinstance(v, Val) for v in changes.values())
+
+
+@pytest.mark.parametrize("what", ["__init__ in another order", "keyword-only __init__", "__new__"])
+def test_plain_dataclass_replace_after_init_assigned_later(what):
+    # README: "Otherwise, or once an `__init__` or `__new__` is assigned to the class later, the code
+    # passes keywords, as `dataclasses.replace` does." / "Any other dataclass gets the code on its
+    # first `metakit.replace`" / "The semantics are `dataclasses.replace`'s, to the letter"
+    @dataclass
+    class Plain:
+        a: int = 1
+        b: int = 2
+
+    obj = Plain()
+    assert metakit.replace(obj, a=5) == Plain(5, 2)
+    seen = []
+    if what == "__init__ in another order":
+
+        def __init__(self, b=0, a=0):
+            self.a, self.b = a, b
+
+        Plain.__init__ = __init__
+    elif what == "keyword-only __init__":
+
+        def __init__(self, *, a, b):
+            self.a, self.b = a, b
+
+        Plain.__init__ = __init__
+    else:
+
+        def __new__(cls, *args, **kwargs):
+            seen.append((args, kwargs))
+            return object.__new__(cls)
+
+        Plain.__new__ = staticmethod(__new__)
+    ref = norm_outcome(outcome_stateful(dataclasses.replace, obj, a=5))
+    ref_seen = list(seen)
+    seen.clear()
+    got = norm_outcome(outcome_stateful(metakit.replace, obj, a=5))
+    assert got == ref
+    assert seen == ref_seen  # __new__ is called as dataclasses.replace calls it
+
+
+def test_replace_under_a_metaclass_with_a_call_of_its_own_passes_keywords():
+    # README: "the code passes `__init__`'s arguments by position ... That holds when the class is
+    # called as `type` calls it ... Otherwise ... the code passes keywords, as `dataclasses.replace` does."
+    # (README, Limits: a `__call__` assigned to the metaclass later is not seen; one in its body is.)
+    class Meta2(ZeroCopyFields):
+        def __call__(cls, *args, **kwargs):
+            if args:
+                raise TypeError(f"keywords only, got {args}")
+            return type.__call__(cls, **kwargs)
+
+    @dataclass
+    class Rec(ZeroCopy, metaclass=Meta2):
+        a: int = 1
+        b: int = 2
+
+    obj = Rec()
+    assert norm_outcome(outcome_stateful(metakit.replace, obj, a=3)) == norm_outcome(
+        outcome_stateful(dataclasses.replace, obj, a=3)
+    )
+    assert metakit.replace(obj, a=3) == Rec(a=3, b=2)
+
+
+def test_zerocopy_replace_after_init_assigned_later_passes_keywords():
+    # README: "once an `__init__` or `__new__` is assigned to the class later, the code passes
+    # keywords, as `dataclasses.replace` does" (the ZeroCopyFields case, which works)
+    seen = []
+
+    @dataclass
+    class Rec(ZeroCopy):
+        a: int = 1
+        b: int = 2
+
+    class Shared(Rec):  # undecorated: shares Rec's methods
+        pass
+
+    obj, shared = Rec(), Shared()
+    assert metakit.replace(obj, a=5) == Rec(5, 2)
+
+    def __init__(self, b=0, a=0):
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "b", b)
+
+    def __new__(cls, *args, **kwargs):
+        seen.append((args, kwargs))
+        return object.__new__(cls)
+
+    Rec.__init__ = __init__
+    Rec.__new__ = staticmethod(__new__)
+    for o in (obj, shared):
+        seen.clear()
+        ref = norm_outcome(outcome_stateful(dataclasses.replace, o, a=5))
+        ref_seen = list(seen)
+        for fn in (metakit.replace, type(o).__replace__):
+            seen.clear()
+            assert norm_outcome(outcome_stateful(fn, o, a=5)) == ref
+            assert seen == ref_seen
+
+
+def user_asdict(self, skip_fields=None):
+    return {"written_by": "user"}
+
+
+def user_astuple(self):
+    return ("written by user",)
+
+
+def assert_user_methods_run(obj: Any) -> None:
+    assert obj.asdict_zerocopy() == {"written_by": "user"}
+    assert obj.astuple_zerocopy() == ("written by user",)
+    assert metakit.asdict_zerocopy(obj) == reference(obj)
+
+
+@dataclass
+class WithUserMethods(ZeroCopy):
+    a: object = None
+    asdict_zerocopy = user_asdict
+    astuple_zerocopy = user_astuple
+
+
+def test_method_in_the_class_body_is_not_replaced():
+    assert WithUserMethods.__dict__["asdict_zerocopy"] is user_asdict
+    assert WithUserMethods.__dict__["astuple_zerocopy"] is user_astuple
+    assert_user_methods_run(WithUserMethods())
+
+
+def test_method_inherited_from_a_user_dataclass_is_not_replaced():
+    @dataclass
+    class Sub(WithUserMethods):
+        b: object = None
+
+    assert "asdict_zerocopy" not in Sub.__dict__
+    assert "astuple_zerocopy" not in Sub.__dict__
+    assert_user_methods_run(Sub(object(), object()))
+
+
+def test_method_inherited_from_a_mixin_is_not_replaced():
+    class Mixin:
+        asdict_zerocopy = user_asdict
+        astuple_zerocopy = user_astuple
+
+    @dataclass
+    class Step(Mixin, ZeroCopy):
+        a: object = None
+
+    @dataclass
+    class PlainFirst(Mixin):
+        a: object = None
+
+    class Undecorated(PlainFirst, ZeroCopy):
+        pass
+
+    assert_user_methods_run(Step(object()))
+    assert_user_methods_run(Undecorated(object()))
+
 
 POST_INIT_CALLS: list[tuple[Any, ...]] = []
 
 
-def outcome(call: Any) -> tuple[str, Any, list[tuple[Any, ...]]]:
+def call_outcome(call: Any) -> tuple[str, Any, list[tuple[Any, ...]]]:
     """What *call* gives: its result, or its exception's type and message; and the ``__post_init__`` calls."""
     POST_INIT_CALLS.clear()
     try:
@@ -29,26 +1996,26 @@ def outcome(call: Any) -> tuple[str, Any, list[tuple[Any, ...]]]:
 
 
 def assert_replaces_as_dataclasses_does(obj: Any, /, **changes: Any) -> None:
-    theirs = outcome(lambda: dataclasses.replace(obj, **changes))
+    theirs = call_outcome(lambda: dataclasses.replace(obj, **changes))
     generated = methods_of(type(obj)).replace
     for ours in (lambda: metakit.replace(obj, **changes), lambda: generated(obj, **changes)):
-        got = outcome(ours)
+        got = call_outcome(ours)
         assert got[0] == theirs[0], (got, theirs)
         assert got[2] == theirs[2]  # __post_init__ ran with the same InitVars
         if got[0] == "result":
             assert type(got[1]) is type(theirs[1])
-            assert state(got[1]) == state(theirs[1])
+            assert state_replace(got[1]) == state_replace(theirs[1])
         else:
             assert got[1] == theirs[1]
 
 
-def state(obj: Any) -> list[tuple[str, Any]]:
+def state_replace(obj: Any) -> list[tuple[str, Any]]:
     """Every field and instance attribute of *obj*, by identity (an unset one as ``unset``)."""
     names = [f.name for f in dataclasses.fields(obj)] + sorted(getattr(obj, "__dict__", {}))
     return [(name, id(getattr(obj, name, "unset"))) for name in names]
 
 
-T = TypeVar("T")
+T_REPLACE = TypeVar("T_REPLACE")
 
 
 @dataclass
@@ -98,8 +2065,8 @@ class Names(ZeroCopy):
 
 
 @dataclass
-class Generic1(ZeroCopy, Generic[T]):
-    value: T
+class Generic1(ZeroCopy, Generic[T_REPLACE]):
+    value: T_REPLACE
 
 
 @dataclass(init=False)
@@ -208,9 +2175,6 @@ def test_generated_replace_source_names_each_field():
     assert "changes.pop('a') if 'a' in changes else self.a," in source
 
 
-# --- the property: random hierarchies, every field kind ----------------------
-
-
 def record_post_init(self: Any, *initvars: Any) -> None:
     POST_INIT_CALLS.append(initvars)
 
@@ -244,7 +2208,7 @@ def hierarchies(draw: st.DrawFn) -> list[tuple[list[tuple[str, str]], dict[str, 
     return levels
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(levels=hierarchies(), data=st.data())
 def test_random_hierarchies_replace_as_dataclasses_does(levels, data):
     cls: type = ZeroCopy
@@ -270,9 +2234,6 @@ def test_random_hierarchies_replace_as_dataclasses_does(levels, data):
     every = [*arguments, "not_a_field"] + [f.name for f in dataclasses.fields(cls) if not f.init]
     changes = {name: object() for name in data.draw(st.lists(st.sampled_from(every), unique=True))}
     assert_replaces_as_dataclasses_does(obj, **changes)
-
-
-# --- by position or by keyword: the same binding ------------------------------
 
 
 def by_position(cls: type) -> bool:
@@ -370,3 +2331,21 @@ def test_an_init_assigned_later_to_a_base_that_is_no_dataclass_is_seen_below():
     obj.a, obj.b = 1, 2
     assert metakit.replace(obj, a=5) == dataclasses.replace(obj, a=5)
     assert (metakit.replace(obj, a=5).a, metakit.replace(obj, a=5).b) == (5, 2)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(spec=shape_specs, options=class_options, data=st.data())
+def test_random_shapes_replace_like_dataclasses(spec, options, data):
+    cls, ordered = build_engine_shape(spec, ZeroCopy, options)
+    obj = construct(cls, ordered, options)
+    changes = {}
+    for name, kind in ordered:
+        if kind == "cv":
+            continue
+        if data.draw(st.booleans()):
+            changes[name] = ["changed", name] if kind not in ("ivr", "ivd") else 11
+        elif kind == "ivr" and data.draw(st.booleans()):
+            changes[name] = 12
+    if data.draw(st.booleans()):
+        changes["zz_unknown"] = 1
+    assert_replace_like_dataclasses(obj, **changes)

@@ -1,4 +1,4 @@
-"""The black-box suite's engine shapes (``tests/blackbox/test_bb_engine_shapes.py``) with real tensors."""
+"""The engine-shaped records of ``tests/records.py`` with real tensors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 import metakit
 import metakit.testing as mt
 from metakit import OMIT, ZeroCopy
-from tests.blackbox.test_bb_engine_shapes import FlashInferMeta, FlashMeta, FrozenSlotsMeta
+from tests.records import FlashInferMeta, FlashMeta, FrozenSlotsMeta
 
 
 def test_torch_tensors_are_never_copied():

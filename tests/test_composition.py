@@ -1,0 +1,1231 @@
+"""DESIGN "Public API": ``ZeroCopyFields`` composed with other metaclasses, mixins and bases.
+
+``class M(ZeroCopyFields, abc.ABCMeta)`` works in either order; every metaclass's ``__setattr__``
+and ``__delattr__`` still runs, in MRO order; class keywords reach ``__init_subclass__``; generic,
+protocol, mixin and multiple-dataclass bases behave as without metakit.
+"""
+
+import abc
+import dataclasses
+import sys
+import typing
+from dataclasses import KW_ONLY, dataclass, field, make_dataclass
+from typing import Any, Generic, TypeVar
+
+import pytest
+
+import metakit
+import metakit.testing
+import metakit.testing as mt
+from metakit import OMIT, ZeroCopy, ZeroCopyFields
+from tests.records import (
+    PY313,
+    ABCZeroCopyFields,
+    AbstractBackendMeta,
+    AbstractBackendMeta2,
+    ConcreteBackendMeta,
+    ConcreteBackendMeta2,
+    HasSlotMapping,
+    ProtoMeta,
+    ProtoMeta2,
+    UndecoratedConcrete,
+    ZeroCopyFieldsABC,
+    _assert_replace_like_dataclasses,
+    _calls,
+    _check_methods,
+    assert_converts,
+    assert_replace_like_dataclasses,
+    check_all,
+    check_generated,
+)
+
+
+def test_mixins_non_dataclass():
+    # DESIGN: every class ZeroCopyFields creates that is a dataclass gets the methods
+    class Mixin:
+        def helper(self):
+            return 1
+
+    @dataclass
+    class M(Mixin, ZeroCopy):
+        a: int = 1
+
+    @dataclass
+    class M2(ZeroCopy, Mixin):
+        a: int = 1
+
+    for o in (M(), M2()):
+        assert o.asdict_zerocopy() == {"a": 1}
+        assert o.astuple_zerocopy() == (1,)
+
+
+def test_undecorated_subclass_of_plain_dataclass_with_zerocopy_mixin():
+    # README "How it works": "Its __new__ covers ... undecorated subclasses of plain dataclasses"
+    # DESIGN: "Every class it creates that is, or becomes, a dataclass gets ..."
+    @dataclass
+    class Plain:
+        x: int = 1
+        w: object = field(default=None, metadata=OMIT)
+
+    class U1(Plain, ZeroCopy):
+        pass
+
+    class U2(ZeroCopy, Plain):
+        pass
+
+    for cls in (U1, U2):
+        o = cls()
+        assert o.asdict_zerocopy() == {"x": 1}
+        assert o.astuple_zerocopy() == (1,)
+        assert metakit.replace(o, x=5).x == 5
+
+
+def test_kw_only_sentinel_and_generic():
+    # DESIGN: KW_ONLY, generic classes work
+    T = typing.TypeVar("T")
+
+    @dataclass
+    class G(ZeroCopy, typing.Generic[T]):
+        v: T
+        _: KW_ONLY
+        k: int = 0
+
+    g = G[int](1, k=2)
+    assert g.asdict_zerocopy() == {"v": 1, "k": 2}
+    assert g.astuple_zerocopy() == (1, 2)
+    assert type(g) is G
+    check_all(g)
+
+
+def test_metaclass_without_zerocopy_base_gets_methods():
+    # README Limits: "A class that uses metaclass=ZeroCopyFields without the ZeroCopy base gets the methods"
+    @dataclass
+    class W(metaclass=ZeroCopyFields):
+        x: int = 1
+        w: int = field(default=0, metadata=OMIT)
+
+    assert W().asdict_zerocopy() == {"x": 1}
+    assert W().astuple_zerocopy() == (1,)
+    assert W().__replace__(x=2) == W(2)
+
+
+def test_pep695_generic_and_manual_slots():
+    # DESIGN: generic classes work; __slots__ behave as without metakit
+    if sys.version_info >= (3, 12):
+        ns = {"dataclass": dataclass, "ZeroCopy": ZeroCopy, "field": field}
+        exec("@dataclass\nclass G[T](ZeroCopy):\n    v: T\n    w: list[T] = field(default_factory=list)\n", ns)
+        G = ns["G"]
+        g = G[int](1)
+        assert g.asdict_zerocopy() == {"v": 1, "w": []}
+        assert metakit.replace(g, v=2) == G(2)
+
+    @dataclass
+    class S(ZeroCopy):
+        __slots__ = ("a",)
+        a: int
+
+    s = S(1)
+    assert s.asdict_zerocopy() == {"a": 1}
+    assert not hasattr(s, "__dict__")
+
+
+def _logging_meta(tag, log):
+    def __setattr__(cls, key, value):
+        log.append((tag, "set", key))
+        super(M, cls).__setattr__(key, value)
+
+    def __delattr__(cls, key):
+        log.append((tag, "del", key))
+        super(M, cls).__delattr__(key)
+
+    M = type(f"Log{tag}", (type,), {"__setattr__": __setattr__, "__delattr__": __delattr__})
+    return M
+
+
+def _combined(order, log):
+    parts = {"Z": ZeroCopyFields, "L1": _logging_meta("L1", log), "L2": _logging_meta("L2", log)}
+    bases = tuple(parts[p] for p in order)
+
+    def __setattr__(cls, key, value):
+        log.append(("own", "set", key))
+        super(Combined, cls).__setattr__(key, value)
+
+    def __delattr__(cls, key):
+        log.append(("own", "del", key))
+        super(Combined, cls).__delattr__(key)
+
+    Combined = type("Combined", bases, {"__setattr__": __setattr__, "__delattr__": __delattr__})
+    expected = ["own"] + [c.__name__[3:] for c in Combined.__mro__ if c.__name__.startswith("Log")]
+    return Combined, expected
+
+
+ORDERS = [("Z", "L1"), ("L1", "Z"), ("Z", "L1", "L2"), ("L1", "Z", "L2"), ("L1", "L2", "Z"), ("L2", "Z", "L1")]
+
+
+@pytest.mark.parametrize("order", ORDERS, ids="-".join)
+def test_composed_setattr_delattr_all_run_in_mro_order(order):
+    log: list = []
+    M, expected = _combined(order, log)
+
+    @dataclass
+    class K(metaclass=M):
+        x: int = 1
+        y: int = 2
+
+    # the class still gets its methods
+    assert K().asdict_zerocopy() == {"x": 1, "y": 2}
+    assert metakit.replace(K(), y=5) == K(1, 5)
+    # dataclasses' writes went through every __setattr__, in MRO order
+    for key in ("__dataclass_fields__", "__init__", "__repr__"):
+        assert [t for t, op, k in log if k == key and op == "set"] == expected, key
+
+    def override(self, skip_fields=None):
+        return {"ov": True}
+
+    for key, value in (("plain_attr", 1), ("asdict_zerocopy", override)):
+        log.clear()
+        setattr(K, key, value)
+        assert [t for t, op, k in log] == expected
+        log.clear()
+        delattr(K, key)
+        assert [t for t, op, k in log] == expected
+    # override semantics held through the combination
+    K.asdict_zerocopy = override
+    assert K().asdict_zerocopy() == {"ov": True}
+    assert metakit.asdict_zerocopy(K()) == {"x": 1, "y": 2}
+    del K.asdict_zerocopy
+    assert K().asdict_zerocopy() == {"x": 1, "y": 2}
+
+
+@pytest.mark.parametrize("order", ["ZA", "AZ", "ZLA", "LAZ"])
+def test_abcmeta_combination(order):
+    log: list = []
+    parts = {"Z": ZeroCopyFields, "A": abc.ABCMeta, "L": _logging_meta("L", log)}
+    M = type("M", tuple(parts[c] for c in order), {})
+
+    @dataclass
+    class Base(metaclass=M):
+        x: int = 1
+
+        @abc.abstractmethod
+        def step(self): ...
+
+    with pytest.raises(TypeError, match="abstract"):
+        Base()
+
+    @dataclass
+    class Impl(Base):
+        y: int = 2
+
+        def step(self):
+            return 1
+
+    assert Impl().asdict_zerocopy() == {"x": 1, "y": 2}
+    assert Impl().astuple_zerocopy() == (1, 2)
+    assert isinstance(Impl(), Base)
+    assert metakit.replace(Impl(), y=4) == Impl(1, 4)
+    if "L" in order:
+        assert ("L", "set", "__init__") in log
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_protocol_metaclass_combination(first):
+    pmeta = type(typing.Protocol)
+    M = type("PM", (ZeroCopyFields, pmeta) if first else (pmeta, ZeroCopyFields), {})
+
+    @typing.runtime_checkable
+    class HasX(typing.Protocol, metaclass=M):
+        x: int
+
+    @dataclass
+    class Impl(HasX):
+        x: int = 1
+        y: int = 2
+
+    obj = Impl()
+    assert obj.asdict_zerocopy() == {"x": 1, "y": 2}
+    assert isinstance(obj, HasX)
+    assert metakit.replace(obj, y=3) == Impl(1, 3)
+
+    class Duck:
+        x = 0
+
+    assert isinstance(Duck(), HasX)
+
+
+def test_metaclass_keyword_arguments_reach_new_and_init():
+    seen = []
+
+    class KM(ZeroCopyFields):
+        def __new__(mcls, name, bases, ns, flag=None, **kw):
+            cls = super().__new__(mcls, name, bases, ns, **kw)
+            seen.append(("new", name, flag))
+            return cls
+
+        def __init__(cls, name, bases, ns, flag=None, **kw):
+            super().__init__(name, bases, ns, **kw)
+            seen.append(("init", name, flag))
+
+    @dataclass
+    class K(metaclass=KM, flag=7):
+        a: int = 1
+
+    assert ("new", "K", 7) in seen
+    assert ("init", "K", 7) in seen
+    assert K().asdict_zerocopy() == {"a": 1}
+
+
+def test_init_subclass_keyword_arguments():
+    @dataclass
+    class Base(ZeroCopy):
+        x: int = 0
+
+        def __init_subclass__(cls, tag=None, **kw):
+            super().__init_subclass__(**kw)
+            cls.tag = tag
+
+    @dataclass
+    class Sub(Base, tag="hello"):
+        y: int = 1
+
+    class Undecorated(Sub, tag="t2"):
+        pass
+
+    assert Sub.tag == "hello"
+    assert Undecorated.tag == "t2"
+    assert Sub().asdict_zerocopy() == {"x": 0, "y": 1}
+    assert Undecorated().asdict_zerocopy() == {"x": 0, "y": 1}
+
+
+def test_metaclass_init_assigning_override_before_dataclass():
+    def override(self, skip_fields=None):
+        return {"mine": 1}
+
+    class SetsOverride(ZeroCopyFields):
+        def __init__(cls, name, bases, ns, **kw):
+            super().__init__(name, bases, ns, **kw)
+            cls.asdict_zerocopy = override
+
+    @dataclass
+    class K(metaclass=SetsOverride):
+        x: int = 1
+
+    assert K().asdict_zerocopy() == {"mine": 1}
+    assert metakit.asdict_zerocopy(K()) == {"x": 1}
+    assert K().astuple_zerocopy() == (1,)
+
+
+def test_init_subclass_assigning_override_is_kept():
+    def override(self):
+        return ("mine",)
+
+    @dataclass
+    class Base(ZeroCopy):
+        x: int = 1
+
+        def __init_subclass__(cls, **kw):
+            super().__init_subclass__(**kw)
+            cls.astuple_zerocopy = override
+
+    @dataclass
+    class Sub(Base):
+        y: int = 2
+
+    assert Sub().astuple_zerocopy() == ("mine",)
+    assert metakit.astuple_zerocopy(Sub()) == (1, 2)
+    assert Sub().asdict_zerocopy() == {"x": 1, "y": 2}
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_refusing_metaclass_setattr_leaves_class_consistent(first):
+    class Refuser(type):
+        def __setattr__(cls, key, value):
+            if cls.__dict__.get("_locked") and key in {"asdict_zerocopy", "astuple_zerocopy", "__replace__"}:
+                raise AttributeError(f"locked: {key}")
+            super().__setattr__(key, value)
+
+        def __delattr__(cls, key):
+            if cls.__dict__.get("_locked"):
+                raise AttributeError(f"locked: {key}")
+            super().__delattr__(key)
+
+    M = type("M", (ZeroCopyFields, Refuser) if first else (Refuser, ZeroCopyFields), {})
+
+    @dataclass
+    class A(metaclass=M):
+        a: int = 1
+
+    @dataclass
+    class B(A):
+        b: int = 2
+
+    type.__setattr__(B, "_locked", True)
+
+    def override(self, skip_fields=None):
+        return {"ov": super(B, self).asdict_zerocopy(skip_fields)}
+
+    with pytest.raises(AttributeError, match="locked"):
+        B.asdict_zerocopy = override
+    assert B().asdict_zerocopy() == {"a": 1, "b": 2}
+    with pytest.raises(AttributeError, match="locked"):
+        del B.asdict_zerocopy
+    assert B().asdict_zerocopy() == {"a": 1, "b": 2}
+    type.__setattr__(B, "_locked", False)
+    B.asdict_zerocopy = override
+    type.__setattr__(B, "_locked", True)
+    with pytest.raises(AttributeError, match="locked"):
+        del B.asdict_zerocopy
+    assert B().asdict_zerocopy() == {"ov": {"a": 1, "b": 2}}
+
+
+def test_slots_rebuild_with_metaclass_kwargs_like_plain():
+    def build(base_meta):
+        seen = []
+
+        class KM(base_meta):
+            def __new__(mcls, name, bases, ns, flag="default", **kw):
+                seen.append(flag)
+                return super().__new__(mcls, name, bases, ns, **kw)
+
+            def __init__(cls, name, bases, ns, flag="default", **kw):
+                super().__init__(name, bases, ns, **kw)
+
+        @dataclass(slots=True)
+        class K(metaclass=KM, flag="given"):
+            a: int = 1
+
+        return K, seen
+
+    ours, seen_ours = build(ZeroCopyFields)
+    theirs, seen_theirs = build(type)
+    assert seen_ours == seen_theirs
+    assert ours.__slots__ == theirs.__slots__
+    assert ours().asdict_zerocopy() == {"a": 1}
+    assert ours in metakit.zerocopy_classes()
+
+
+def test_override_on_plain_mixin_in_body():
+    class Mixin:
+        def asdict_zerocopy(self, skip_fields=None):
+            return {"mixin": super().asdict_zerocopy(skip_fields)}
+
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+
+    @dataclass
+    class K(Mixin, Base):
+        k: int = 2
+
+    @dataclass
+    class KK(K):
+        kk: int = 3
+
+    assert K().asdict_zerocopy() == {"mixin": {"a": 1, "k": 2}}
+    assert KK().asdict_zerocopy() == {"mixin": {"a": 1, "k": 2, "kk": 3}}
+
+
+def test_abc_both_orders_enforce_abstract_methods():
+    with pytest.raises(TypeError):
+        AbstractBackendMeta()
+    with pytest.raises(TypeError):
+        AbstractBackendMeta2()
+    assert ConcreteBackendMeta(8, 2).asdict_zerocopy() == {"block_size": 8, "num_blocks": 2}
+    assert ConcreteBackendMeta2().asdict_zerocopy() == {"block_size": 16, "num_blocks": 4}
+    assert UndecoratedConcrete(4).asdict_zerocopy() == {"block_size": 4}
+    assert isinstance(ConcreteBackendMeta(), AbstractBackendMeta)
+    assert metakit.replace(UndecoratedConcrete(4), block_size=5).kind() == "u"
+
+
+def test_abc_register_still_works():
+    class Virtual:
+        pass
+
+    AbstractBackendMeta.register(Virtual)
+    assert isinstance(Virtual(), AbstractBackendMeta)
+    assert issubclass(ABCZeroCopyFields, ZeroCopyFields)
+    assert issubclass(ZeroCopyFieldsABC, abc.ABCMeta)
+
+
+@pytest.mark.parametrize("order", ["mk_first", "other_first"])
+def test_metaclass_setattr_delattr_hooks_run_like_plain(order):
+    log: list = []
+
+    class Logging(type):
+        def __setattr__(cls, k, v):
+            log.append(("L", k))
+            super().__setattr__(k, v)
+
+        def __delattr__(cls, k):
+            log.append(("Ldel", k))
+            super().__delattr__(k)
+
+    bases = (ZeroCopyFields, Logging) if order == "mk_first" else (Logging, ZeroCopyFields)
+
+    def own(cls, k, v):
+        log.append(("own", k))
+        super(Combined, cls).__setattr__(k, v)
+
+    Combined = type("Combined", bases, {"__setattr__": own})
+    PlainCombined = type(
+        "PlainCombined",
+        (Logging,),
+        {"__setattr__": lambda cls, k, v: (log.append(("own", k)), super(PlainCombined, cls).__setattr__(k, v))[1]},
+    )
+
+    def run(meta):
+        log.clear()
+
+        class K(metaclass=meta):
+            a: int = 0
+            b: list = field(default_factory=list)
+
+        K = dataclass(K)
+        K.extra = 1
+        del K.extra
+        return list(log), K
+
+    plain_log, _ = run(PlainCombined)
+    mk_log, K = run(Combined)
+    assert mk_log == plain_log
+    assert K().asdict_zerocopy() == {"a": 0, "b": []}
+
+
+def test_protocol_metaclass_both_orders():
+    for cls, extra in ((ProtoMeta, "n"), (ProtoMeta2, "m")):
+        o = cls([1], 5)
+        assert isinstance(o, HasSlotMapping)
+        assert o.asdict_zerocopy() == {"slot_mapping": [1], extra: 5}
+        assert metakit.replace(o, **{extra: 6}) == cls([1], 6)
+
+
+def test_metaclass_without_zerocopy_base_gets_methods_engine_shapes():
+    class Root(metaclass=ZeroCopyFields):
+        pass
+
+    @dataclass
+    class R(Root):
+        a: int = 0
+        b: list = field(default_factory=list)
+
+    o = R(1, [2])
+    check_generated(o)
+    assert metakit.replace(o, a=3) == R(3, [2])
+    mt.assert_zerocopy_class(R)
+
+
+def test_init_subclass_keywords_pass_through():
+    @dataclass
+    class Tagged(ZeroCopy):
+        a: int = 0
+
+        def __init_subclass__(cls, tag=None, **kw):
+            super().__init_subclass__(**kw)
+            cls.tag = tag
+
+    @dataclass
+    class TSub(Tagged, tag="decode"):
+        b: int = 1
+
+    assert TSub.tag == "decode"
+    assert TSub().asdict_zerocopy() == {"a": 0, "b": 1}
+
+
+def test_zerocopy_has_empty_slots_and_is_metaclass_instance():
+    assert ZeroCopy.__slots__ == ()
+    assert type(ZeroCopy) is ZeroCopyFields
+    assert issubclass(ZeroCopyFields, type)
+
+
+@pytest.mark.parametrize("order", ["mk_first", "other_first"])
+def test_plain_metaclass_call_combined(order):
+    rec = []
+
+    class CallMeta(type):
+        def __call__(cls, *a, **k):
+            rec.append((a, k))
+            return super().__call__(*a, **k)
+
+    bases = (ZeroCopyFields, CallMeta) if order == "mk_first" else (CallMeta, ZeroCopyFields)
+    M = type("M", bases, {})
+
+    @dataclass
+    class C(metaclass=M):
+        a: int
+        b: int = 0
+
+    o = C(1)
+    rec.clear()
+    dataclasses.replace(o, a=2)
+    ref = list(rec)
+    rec.clear()
+    metakit.replace(o, a=2)
+    assert rec == ref
+    rec.clear()
+    C.__replace__(o, a=2)
+    assert rec == ref
+
+
+def test_new_in_plain_mixin_body():
+    rec = []
+
+    class NewMixin:
+        def __new__(cls, *a, **k):
+            rec.append((a, k))
+            return super().__new__(cls)
+
+    @dataclass
+    class D(NewMixin, ZeroCopy):
+        a: int
+        b: int = 0
+
+    o = D(1)
+    rec.clear()
+    dataclasses.replace(o, a=2)
+    ref = list(rec)
+    rec.clear()
+    metakit.replace(o, a=2)
+    assert rec == ref
+
+
+def test_new_assigned_later_to_plain_mixin_result_is_right():
+    class Mix:
+        pass
+
+    @dataclass
+    class MX(Mix, ZeroCopy):
+        a: int
+        b: int = 0
+
+    o = MX(1, 2)
+    metakit.replace(o, a=1)
+    Mix.__new__ = staticmethod(lambda cls, *a, **k: object.__new__(cls))
+    assert metakit.replace(o, a=5) == dataclasses.replace(o, a=5) == MX(5, 2)
+
+
+@pytest.mark.parametrize("order", ["zc_first", "plain_first", "undecorated"])
+def test_multiple_dataclass_bases(order):
+    @dataclass
+    class Common(ZeroCopy):
+        a: int = 0
+        shared: int = 1
+
+    @dataclass
+    class PerStage:
+        p: int = 2
+        w: object = field(default=None, metadata=OMIT)
+        shared: int = 3
+
+    if order == "zc_first":
+        C = dataclass(type("C", (Common, PerStage), {"__annotations__": {"c": int}, "c": 4}))
+    elif order == "plain_first":
+        C = dataclass(type("C", (PerStage, Common), {"__annotations__": {"c": int}, "c": 4}))
+    else:
+        C = type("C", (PerStage, Common), {})
+    o = C()
+    check_generated(o)
+    assert "w" not in o.asdict_zerocopy()
+    assert_replace_like_dataclasses(o, shared=9)
+    mt.assert_zerocopy_class(C)
+
+
+class ABC1(ZeroCopyFields, abc.ABCMeta):
+    pass
+
+
+class ABC2(abc.ABCMeta, ZeroCopyFields):
+    pass
+
+
+@pytest.mark.parametrize("meta", [ABC1, ABC2], ids=["zc-first", "abc-first"])
+def test_abcmeta_either_order(meta):
+    # DESIGN: "class M(ZeroCopyFields, abc.ABCMeta): ... works, in either order"
+    @dataclass
+    class Base(metaclass=meta):
+        a: int = 1
+        w: object = field(default=None, metadata=OMIT)
+
+        @abc.abstractmethod
+        def f(self): ...
+
+    with pytest.raises(TypeError):
+        Base()
+
+    @dataclass
+    class Impl(Base):
+        b: int = 2
+
+        def f(self):
+            return 1
+
+    i = Impl()
+    assert i.asdict_zerocopy() == {"a": 1, "b": 2}
+    assert i.astuple_zerocopy() == (1, 2)
+    assert i.__replace__(a=3) == Impl(3)
+    assert isinstance(i, Base)
+
+    class Virtual:
+        pass
+
+    Base.register(Virtual)
+    assert isinstance(Virtual(), Base)
+    assert Impl in metakit.zerocopy_classes()
+
+
+def _logging_metas():
+    log = []
+
+    def mk(label):
+        def __setattr__(cls, k, v):
+            log.append((label, "set", k))
+            super(meta_cls, cls).__setattr__(k, v)
+
+        def __delattr__(cls, k):
+            log.append((label, "del", k))
+            super(meta_cls, cls).__delattr__(k)
+
+        meta_cls = type(label, (type,), {"__setattr__": __setattr__, "__delattr__": __delattr__})
+        return meta_cls
+
+    return log, mk
+
+
+@pytest.mark.parametrize("zc_base", [False, True])
+def test_setattr_delattr_of_every_metaclass_run_in_mro_order(zc_base):
+    # DESIGN: "every __setattr__ that a metaclass in the combination defines, the combined one's own included,
+    # still runs, in MRO order." README: "Every __setattr__ and __delattr__ ..."
+    log, mk = _logging_metas()
+    Before, After = mk("Before"), mk("After")
+
+    class Combined(Before, ZeroCopyFields, After):
+        def __setattr__(cls, k, v):
+            log.append(("Combined", "set", k))
+            super().__setattr__(k, v)
+
+        def __delattr__(cls, k):
+            log.append(("Combined", "del", k))
+            super().__delattr__(k)
+
+    bases = (ZeroCopy,) if zc_base else ()
+
+    @dataclass
+    class X(*bases, metaclass=Combined):
+        a: int = 1
+
+    # dataclasses' own setattr calls went through all three, in MRO order
+    fields_events = [e[0] for e in log if e[2] == "__dataclass_fields__"]
+    assert fields_events == ["Combined", "Before", "After"]
+    assert X().asdict_zerocopy() == {"a": 1}
+    log.clear()
+    X.foo = 1
+    assert log == [("Combined", "set", "foo"), ("Before", "set", "foo"), ("After", "set", "foo")]
+    log.clear()
+    del X.foo
+    assert log == [("Combined", "del", "foo"), ("Before", "del", "foo"), ("After", "del", "foo")]
+    log.clear()
+    X.asdict_zerocopy = lambda self, skip_fields=None: {"o": 1}
+    assert [e[0] for e in log if e[2] == "asdict_zerocopy" and e[1] == "set"] == ["Combined", "Before", "After"]
+    assert X().asdict_zerocopy() == {"o": 1}
+    log.clear()
+    del X.asdict_zerocopy
+    assert [e[0] for e in log if e[2] == "asdict_zerocopy" and e[1] == "del"] == ["Combined", "Before", "After"]
+    assert X().asdict_zerocopy() == {"a": 1}
+
+
+def test_metaclass_after_zerocopyfields_sees_its_setattr():
+    # DESIGN: every __setattr__ runs, including those after ZeroCopyFields in the MRO
+    log, mk = _logging_metas()
+    After = mk("After")
+
+    class Combined(ZeroCopyFields, After):
+        pass
+
+    @dataclass
+    class Y(ZeroCopy, metaclass=Combined):
+        a: int = 1
+
+    assert ("After", "set", "__dataclass_fields__") in log
+    assert ("After", "set", "__init__") in log
+    assert Y().asdict_zerocopy() == {"a": 1}
+
+
+def test_metaclass_with_new_and_kwargs():
+    # DESIGN: "It composes with other metaclasses"; class keywords reach __init_subclass__
+    seen = []
+
+    class Meta(ZeroCopyFields):
+        def __new__(mcls, name, bases, ns, **kw):
+            ns["added_by_meta"] = 1
+            return super().__new__(mcls, name, bases, ns, **kw)
+
+    class Base(ZeroCopy, metaclass=Meta):
+        def __init_subclass__(cls, /, tag=None, **kw):
+            super().__init_subclass__(**kw)
+            seen.append((cls.__name__, tag))
+
+    @dataclass
+    class K(Base, tag="hi"):
+        a: int = 1
+
+    assert seen == [("K", "hi")]
+    assert K.added_by_meta == 1
+    assert K().asdict_zerocopy() == {"a": 1}
+
+
+def test_override_in_plain_mixin_body_kept_and_super_serves_instance_class():
+    # DESIGN: "A method that the user wrote in a class body, or inherits from one, is never replaced by a generated
+    # one." and super() inside it "still gets the fields of the instance's own class"
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+
+    class Mixin:
+        def asdict_zerocopy(self, skip_fields=None):
+            return {**super().asdict_zerocopy(skip_fields), "m": 1}
+
+        def astuple_zerocopy(self):
+            return (*super().astuple_zerocopy(), "m")
+
+    @dataclass
+    class D(Mixin, Base):
+        b: int = 2
+
+    @dataclass
+    class E(D):
+        c: int = 3
+
+    assert D().asdict_zerocopy() == {"a": 1, "b": 2, "m": 1}
+    assert D().astuple_zerocopy() == (1, 2, "m")
+    assert E().asdict_zerocopy() == {"a": 1, "b": 2, "c": 3, "m": 1}
+    assert E().astuple_zerocopy() == (1, 2, 3, "m")
+    assert E().asdict_zerocopy({"a"}) == {"b": 2, "c": 3, "m": 1}
+
+
+def test_override_from_init_subclass_and_make_dataclass_namespace_kept():
+    # DESIGN: a method the user wrote (however it appears) is never replaced by a generated one
+    class IS(ZeroCopy):
+        def __init_subclass__(cls, **kw):
+            super().__init_subclass__(**kw)
+            cls.asdict_zerocopy = lambda self, skip_fields=None: {"init_subclass": 1}
+
+    @dataclass
+    class X(IS):
+        a: int = 1
+
+    assert X().asdict_zerocopy() == {"init_subclass": 1}
+    assert X().astuple_zerocopy() == (1,)
+    M = dataclasses_make("M", {"asdict_zerocopy": lambda self, skip_fields=None: {"ns": 1}})
+    assert M(1).asdict_zerocopy() == {"ns": 1}
+    assert M(1).astuple_zerocopy() == (1,)
+
+
+def dataclasses_make(name, ns):
+
+    return make_dataclass(name, ["a"], bases=(ZeroCopy,), namespace=ns)
+
+
+T_REWORK = typing.TypeVar("T_REWORK")
+
+
+def test_generic_bases():
+    # DESIGN: "Inherited fields are included and generic parameters substituted" (run time: the fields of the class)
+    @dataclass
+    class Gen(ZeroCopy, typing.Generic[T_REWORK]):
+        g: T_REWORK
+        h: int = 0
+
+    @dataclass
+    class Spec(Gen[int]):
+        s: str = "s"
+
+    class Undecorated(Gen[str]):
+        pass
+
+    assert Gen[int](1).asdict_zerocopy() == {"g": 1, "h": 0}
+    assert Spec(1).asdict_zerocopy() == {"g": 1, "h": 0, "s": "s"}
+    assert Undecorated("x").astuple_zerocopy() == ("x", 0)
+    for obj in (Gen(1), Spec(1), Undecorated("x")):
+        _check_methods(obj)
+        _assert_replace_like_dataclasses(obj, g=2)
+        _assert_replace_like_dataclasses(obj, h=2)
+
+
+class _ABCZero(ZeroCopyFields, abc.ABCMeta):
+    pass
+
+
+class _ZeroABC(abc.ABCMeta, ZeroCopyFields):
+    pass
+
+
+@pytest.mark.parametrize("meta", [_ABCZero, _ZeroABC])
+def test_abc_metaclass_combination_in_either_order(meta):
+    # DESIGN: "It composes with other metaclasses: class M(ZeroCopyFields, abc.ABCMeta): ... works, in either order"
+    class Abstract(ZeroCopy, metaclass=meta):
+        @abc.abstractmethod
+        def run(self): ...
+
+    @dataclass
+    class Concrete(Abstract):
+        x: int = 1
+        y: int = 2
+
+        def run(self):
+            return self.x
+
+    with pytest.raises(TypeError):
+        Abstract()
+    c = Concrete()
+    _check_methods(c)
+    assert c.asdict_zerocopy() == {"x": 1, "y": 2}
+    _assert_replace_like_dataclasses(c, y=3)
+    assert isinstance(c, Abstract)
+
+    @dataclass(slots=True)
+    class ConcreteSlots(Abstract):
+        x: int = 1
+
+        def run(self):
+            return self.x
+
+    assert ConcreteSlots().asdict_zerocopy() == {"x": 1}
+    _assert_replace_like_dataclasses(ConcreteSlots(), x=3)
+
+
+def test_protocol_subclass_with_combined_metaclass():
+    # DESIGN: "It composes with other metaclasses"
+    class ProtoMeta(ZeroCopyFields, type(typing.Protocol)):
+        pass
+
+    @typing.runtime_checkable
+    class HasX(typing.Protocol):
+        x: int
+
+        def value(self) -> int: ...
+
+    @dataclass
+    class Impl(ZeroCopy, HasX, metaclass=ProtoMeta):
+        x: int = 1
+        y: int = 2
+
+        def value(self) -> int:
+            return self.x
+
+    i = Impl()
+    assert isinstance(i, HasX)
+    _check_methods(i)
+    assert i.asdict_zerocopy() == {"x": 1, "y": 2}
+    _assert_replace_like_dataclasses(i, x=4)
+
+
+def test_combined_metaclass_setattr_chain_runs_in_mro_order():
+    # DESIGN: "every __setattr__ that a metaclass in the combination defines, the combined one's own included,
+    # still runs, in MRO order."
+    log: list = []
+
+    class Logging(type):
+        def __setattr__(cls, name, value):
+            log.append(("Logging", name))
+            super().__setattr__(name, value)
+
+    class Combined(ZeroCopyFields, Logging):
+        def __setattr__(cls, name, value):
+            log.append(("Combined", name))
+            super().__setattr__(name, value)
+
+    class Reversed(Logging, ZeroCopyFields):
+        def __setattr__(cls, name, value):
+            log.append(("Reversed", name))
+            super().__setattr__(name, value)
+
+    for meta in (Combined, Reversed):
+        log.clear()
+
+        @dataclass
+        class Rec(ZeroCopy, metaclass=meta):
+            x: int = 1
+
+        assert [e for e in log if e[1] == "__dataclass_fields__"] == [
+            (meta.__name__, "__dataclass_fields__"),
+            ("Logging", "__dataclass_fields__"),
+        ]
+        assert Rec().asdict_zerocopy() == {"x": 1}
+        log.clear()
+
+        def override(self, skip_fields=None):
+            return {"o": 1}
+
+        Rec.asdict_zerocopy = override
+        assert log == [(meta.__name__, "asdict_zerocopy"), ("Logging", "asdict_zerocopy")]
+        assert Rec().asdict_zerocopy() == {"o": 1}
+        del Rec.asdict_zerocopy
+        assert Rec().asdict_zerocopy() == {"x": 1}
+
+
+class _ExtraMixin:
+    def asdict_zerocopy(self, skip_fields=None):
+        return {**super().asdict_zerocopy(skip_fields), "extra": True}
+
+    def astuple_zerocopy(self):
+        return (*super().astuple_zerocopy(), "extra")
+
+    def __replace__(self, /, **changes):
+        r = super().__replace__(**changes)
+        _calls.append(("mixin-replace", type(r).__name__))
+        return r
+
+
+def test_mixin_override_wins_and_super_serves_instance_class():
+    # DESIGN: "A method that the user wrote in a class body, or inherits from one, is never replaced by a generated
+    # one." and "Inside an override, super().asdict_zerocopy() and super().astuple_zerocopy() agree: both serve the
+    # instance's own class."
+    @dataclass
+    class Base(ZeroCopy):
+        x: int = 1
+
+    @dataclass
+    class WithMixin(_ExtraMixin, Base):
+        y: int = 2
+
+    @dataclass
+    class Deeper(WithMixin):
+        z: int = 3
+
+    class Undecorated(Deeper):
+        pass
+
+    # On 3.13+ the @dataclass decorator itself writes a __replace__ into each class it decorates, which shadows the
+    # mixin's: the plain twin says what metakit must do ("metakit changes none of its behaviour").
+    @dataclass
+    class PlainBase:
+        x: int = 1
+
+    @dataclass
+    class PlainTwin(_ExtraMixin, PlainBase):
+        y: int = 2
+
+    mixin_replace_runs = "__replace__" not in PlainTwin.__dict__
+    assert mixin_replace_runs == (not PY313)
+
+    for cls, names in ((WithMixin, "xy"), (Deeper, "xyz"), (Undecorated, "xyz")):
+        o = cls()
+        assert list(o.asdict_zerocopy()) == [*names, "extra"]
+        assert o.astuple_zerocopy() == (*(getattr(o, n) for n in names), "extra")
+        assert list(o.asdict_zerocopy(skip_fields={"x"})) == [*names[1:], "extra"]
+        _calls.clear()
+        r = o.__replace__(x=9)
+        assert type(r) is cls
+        assert r.x == 9
+        assert r.y == 2
+        assert _calls == ([("mixin-replace", cls.__name__)] if mixin_replace_runs else [])
+        # the function forms give the fields only
+        assert list(metakit.asdict_zerocopy(o)) == list(names)
+
+
+def test_override_assigned_later_on_zerocopy_mixin_is_seen_by_subclasses():
+    # DESIGN: "Overrides behave the same however and whenever they appear: written in the class body, assigned to the
+    # class after it was created, or deleted again."
+    class Body(ZeroCopy):
+        def asdict_zerocopy(self, skip_fields=None):
+            return {"mixin": True, **ZeroCopy.asdict_zerocopy(self, skip_fields)}
+
+    class Later(ZeroCopy):
+        pass
+
+    @dataclass
+    class A(Body):
+        x: int = 1
+
+    @dataclass
+    class B(Later):
+        x: int = 1
+
+    Later.asdict_zerocopy = Body.__dict__["asdict_zerocopy"]
+    assert A().asdict_zerocopy() == B().asdict_zerocopy() == {"mixin": True, "x": 1}
+    del Later.asdict_zerocopy
+    assert B().asdict_zerocopy() == {"x": 1}
+
+
+def test_metaclass_without_zerocopy_base_gets_methods_and_overrides_follow_rules():
+    # README: "A class that uses metaclass=ZeroCopyFields without the ZeroCopy base gets the methods"
+    @dataclass
+    class NoBase(metaclass=ZeroCopyFields):
+        a: int = 1
+
+    assert NoBase().asdict_zerocopy() == {"a": 1}
+    assert NoBase().astuple_zerocopy() == (1,)
+    _assert_replace_like_dataclasses(NoBase(), a=2)
+    NoBase.asdict_zerocopy = lambda self, skip_fields=None: {"over": 1}
+    assert NoBase().asdict_zerocopy() == {"over": 1}
+    del NoBase.asdict_zerocopy
+    assert NoBase().asdict_zerocopy() == {"a": 1}
+
+
+def test_generic_alias_refused_by_function_form():
+    import typing
+
+    T = typing.TypeVar("T")
+
+    @dataclass
+    class G(ZeroCopy, typing.Generic[T]):
+        v: int = 0
+
+    with pytest.raises(TypeError):
+        metakit.asdict_zerocopy(G[int])
+    with pytest.raises(TypeError):
+        metakit.astuple_zerocopy(G[int])
+
+
+def test_zero_copy_is_an_empty_slotted_base_made_by_the_metaclass():
+    assert issubclass(ZeroCopyFields, type)
+    assert type(ZeroCopy) is ZeroCopyFields
+    assert ZeroCopy.__slots__ == ()
+    assert not dataclasses.is_dataclass(ZeroCopy)
+    assert ZeroCopy.asdict_zerocopy.__doc__
+    assert ZeroCopy.astuple_zerocopy.__doc__
+
+
+T_SEMANTICS = TypeVar("T_SEMANTICS")
+
+
+@dataclass
+class Box_semantics(ZeroCopy, Generic[T_SEMANTICS]):
+    item: T_SEMANTICS
+    label: str = ""
+
+
+def test_generic_dataclass_and_its_parametrized_subclasses():
+    @dataclass
+    class IntBox(Box_semantics[int]):
+        count: int = 0
+
+    class UndecoratedIntBox(Box_semantics[int]):
+        pass
+
+    assert_converts(Box_semantics(object()))
+    assert IntBox(1, "one", 2).asdict_zerocopy() == {"item": 1, "label": "one", "count": 2}
+    assert_converts(IntBox(1))
+    assert UndecoratedIntBox(5).asdict_zerocopy() == {"item": 5, "label": ""}
+    assert_converts(UndecoratedIntBox(object()))
+
+
+def test_generic_slotted_dataclass_and_an_alias_call():
+    @dataclass(slots=True)
+    class SlottedBox(ZeroCopy, Generic[T_SEMANTICS]):
+        item: T_SEMANTICS
+
+    @dataclass(slots=True)
+    class SlottedIntBox(SlottedBox[int]):
+        count: int = 0
+
+    assert_converts(SlottedBox[int](object()))  # made through the alias SlottedBox[int]
+    assert SlottedIntBox(1, 2).asdict_zerocopy() == {"item": 1, "count": 2}
+
+
+def test_mixin_override_above_a_generated_base_calls_through_to_the_fields():
+    class Tagged(ZeroCopy):
+        def asdict_zerocopy(self, skip_fields=None):
+            return {"tag": 1, **super().asdict_zerocopy(skip_fields)}
+
+    @dataclass
+    class Base(ZeroCopy):
+        a: object = None
+
+    @dataclass
+    class Step(Tagged, Base):
+        b: object = None
+
+    step = Step(object(), object())
+    assert step.asdict_zerocopy() == {"tag": 1, "a": step.a, "b": step.b}
+    assert_converts(Base(object()))
+
+
+def test_metaclass_without_the_zero_copy_base():
+    @dataclass
+    class Step(metaclass=ZeroCopyFields):
+        a: object
+        b: object = None
+
+    assert ZeroCopy not in Step.__mro__
+    assert_converts(Step(object(), object()))
+
+
+class ABCZeroCopyFields_semantics(ZeroCopyFields, abc.ABCMeta):
+    pass
+
+
+def test_metaclass_combined_with_abc_meta_still_enforces_abstract_methods():
+    @dataclass
+    class Backend(metaclass=ABCZeroCopyFields_semantics):
+        a: object
+
+        @abc.abstractmethod
+        def forward(self) -> None: ...
+
+    @dataclass
+    class Flash(Backend):
+        b: object = None
+
+        def forward(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="abstract"):
+        Backend(1)
+    assert isinstance(Flash(1), Backend)
+    assert_converts(Flash(object(), object()))
+
+
+def test_metaclass_combined_with_abc_meta_on_the_zero_copy_base():
+    @dataclass
+    class Backend(ZeroCopy, metaclass=ABCZeroCopyFields_semantics):
+        a: object
+
+        @abc.abstractmethod
+        def forward(self) -> None: ...
+
+    @dataclass
+    class Flash(Backend):
+        def forward(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="abstract"):
+        Backend(1)
+    assert_converts(Flash(object()))
+
+
+def test_metaclass_combined_with_one_that_watches_setattr_still_sees_every_attribute():
+    seen: list[str] = []
+
+    class Watching(type):
+        def __setattr__(cls, name: str, value: object) -> None:
+            seen.append(name)
+            super().__setattr__(name, value)
+
+    class WatchingZeroCopyFields(ZeroCopyFields, Watching):
+        pass
+
+    @dataclass
+    class Step(metaclass=WatchingZeroCopyFields):
+        a: object
+
+    assert {"__dataclass_fields__", "__init__", "__repr__", "__eq__"} <= set(seen)
+    assert_converts(Step(object()))
+
+
+def test_metaclass_combined_with_abc_meta_keeps_the_direct_setattr():
+    # ABCMeta has no __setattr__ of its own: nothing to cooperate with.
+    assert ABCZeroCopyFields_semantics.__setattr__ is ZeroCopyFields.__setattr__
+
+
+def test_class_keyword_arguments_reach_init_subclass():
+    class Flagged(ZeroCopy):
+        def __init_subclass__(cls, flag: bool = False, **kwargs: Any) -> None:
+            super().__init_subclass__(**kwargs)
+            cls.flag = flag
+
+    @dataclass
+    class Step(Flagged, flag=True):
+        a: object = None
+
+    assert Step.flag is True
+    assert_converts(Step(object()))

@@ -1,0 +1,1847 @@
+"""DESIGN "Public API": ``metakit.testing``.
+
+``assert_zerocopy`` and ``assert_zerocopy_class`` pass every correct class (of every dataclass
+kind, engine-shaped records, random classes) and name the class, the code that broke (generated
+code or the user's override), the call and the difference; the one-test-per-class recipe
+(``zerocopy_classes_in``, ``class_id``) reads well under ``pytest -q``.
+"""
+
+import abc
+import copy
+import dataclasses
+import importlib
+import itertools
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import types
+from dataclasses import KW_ONLY, InitVar, dataclass, field, make_dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import metakit
+import metakit.testing
+import metakit.testing as mt
+from metakit import OMIT, ZeroCopy, ZeroCopyFields
+from metakit.testing import assert_zerocopy, assert_zerocopy_class, class_id, zerocopy_classes_in
+from tests import records
+from tests.records import (
+    INSTANCE_IDS,
+    METHOD_SHADOWED,
+    AttnMeta,
+    Box,
+    Meta,
+    MethodNamesMeta,
+    OvBase,
+    OvFrozenSlots,
+    OvKeyword,
+    OvLeaf,
+    OvLeafLeaf,
+    OvNoSkip,
+    OvPositional,
+    OvReplace,
+    OvReplaceSub,
+    OvUndecorated,
+    PlainMeta,
+    Val,
+    check_generated,
+    inst,
+)
+
+
+@pytest.mark.parametrize("name", INSTANCE_IDS)
+def test_assert_zerocopy_passes_on_correct_classes(name):
+    if name in METHOD_SHADOWED:
+        # a field named asdict_zerocopy shadows the method on the instance
+        check_generated(inst(name), method=False)
+    else:
+        mt.assert_zerocopy(inst(name))
+
+
+@pytest.mark.parametrize("name", INSTANCE_IDS)
+def test_assert_zerocopy_class_passes_on_correct_classes(name):
+    obj = inst(name)
+    target = Box[int] if name == "BoxAlias" else type(obj)
+    if name in METHOD_SHADOWED:
+        check_generated(obj, method=False)
+    else:
+        mt.assert_zerocopy_class(target)
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [OvPositional, OvKeyword, OvNoSkip, OvLeaf, OvLeafLeaf, OvUndecorated, OvFrozenSlots, OvReplace, OvReplaceSub],
+)
+def test_correct_overrides_pass_both_helpers(cls):
+    mt.assert_zerocopy_class(cls)
+    mt.assert_zerocopy(cls())
+
+
+def _wrong(name: str, body: str):
+    ns: dict = {}
+    exec(
+        textwrap.dedent(body),
+        {"super": super, "dataclasses": dataclasses, "copy": copy, "types": types, "OvBase": OvBase},
+        ns,
+    )
+    cls = type(name, (OvBase,), ns)
+    cls.__module__ = __name__
+    return dataclass(cls)
+
+
+WRONG_OVERRIDES = {
+    "MutatesSkip": """
+        def asdict_zerocopy(self, skip_fields=None):
+            if skip_fields is None:
+                skip_fields = set()
+            skip_fields.add("w")
+            return super(OvBase, self).asdict_zerocopy(skip_fields)
+    """,
+    "DeepCopies": """
+        def asdict_zerocopy(self, skip_fields=None):
+            return dataclasses.asdict(self)
+    """,
+    "Reorders": """
+        def asdict_zerocopy(self, skip_fields=None):
+            return dict(reversed(list(super(OvBase, self).asdict_zerocopy(skip_fields).items())))
+    """,
+    "AddsKey": """
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super(OvBase, self).asdict_zerocopy(skip_fields)
+            d["attn_bias"] = None
+            return d
+    """,
+    "SameDict": """
+        def asdict_zerocopy(self, skip_fields=None):
+            c = self.__dict__.setdefault("_c", super(OvBase, self).asdict_zerocopy(skip_fields))
+            return c
+    """,
+    "IgnoresSkip": """
+        def asdict_zerocopy(self, skip_fields=None):
+            return super(OvBase, self).asdict_zerocopy()
+    """,
+    "OnlyFirstSkip": """
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super(OvBase, self).asdict_zerocopy()
+            if skip_fields:
+                d.pop(next(iter(skip_fields)))
+            return d
+    """,
+    "Proxy": """
+        def asdict_zerocopy(self, skip_fields=None):
+            return types.MappingProxyType(super(OvBase, self).asdict_zerocopy(skip_fields))
+    """,
+    "SwapsValues": """
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super(OvBase, self).asdict_zerocopy(skip_fields)
+            if "a" in d and "b" in d:
+                d["a"], d["b"] = d["b"], d["a"]
+            return d
+    """,
+    "CopiesOnSkip": """
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super(OvBase, self).asdict_zerocopy(skip_fields)
+            return {k: copy.copy(v) for k, v in d.items()} if skip_fields else d
+    """,
+    "SkipsMore": """
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super(OvBase, self).asdict_zerocopy(skip_fields)
+            if skip_fields:
+                d.pop("w", None)
+            return d
+    """,
+    "TupleReversed": """
+        def astuple_zerocopy(self):
+            return tuple(reversed(super(OvBase, self).astuple_zerocopy()))
+    """,
+    "TupleIsList": """
+        def astuple_zerocopy(self):
+            return list(super(OvBase, self).astuple_zerocopy())
+    """,
+    "TupleCopies": """
+        def astuple_zerocopy(self):
+            return tuple(copy.copy(v) for v in super(OvBase, self).astuple_zerocopy())
+    """,
+    "TupleExtra": """
+        def astuple_zerocopy(self):
+            return super(OvBase, self).astuple_zerocopy() + (self.a,)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG_OVERRIDES))
+def test_wrong_override_caught_by_assert_zerocopy_class(name):
+    cls = _wrong(name, WRONG_OVERRIDES[name])
+    with pytest.raises(AssertionError) as ei:
+        mt.assert_zerocopy_class(cls)
+    msg = str(ei.value)
+    assert name in msg
+    assert "override" in msg
+
+
+@pytest.mark.parametrize("name", list(WRONG_OVERRIDES))
+def test_wrong_override_caught_by_assert_zerocopy(name):
+    cls = _wrong(name, WRONG_OVERRIDES[name])
+    with pytest.raises(AssertionError) as ei:
+        mt.assert_zerocopy(cls([1], [2], [3]))
+    assert name in str(ei.value)
+    assert "override" in str(ei.value)
+
+
+def test_wrong_override_dropping_required_field_caught():
+    @dataclass
+    class Req(ZeroCopy):
+        must: int
+        opt: int = 0
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy({"must", *(skip_fields or ())})
+
+    with pytest.raises(AssertionError, match="Req"):
+        mt.assert_zerocopy_class(Req)
+
+
+def test_override_dropping_defaulted_field_passes():
+    @dataclass
+    class Opt(ZeroCopy):
+        must: int
+        opt: object = None
+        later: int = field(init=False, default=0)
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy({"opt", *(skip_fields or ())})
+
+    mt.assert_zerocopy_class(Opt)
+    mt.assert_zerocopy(Opt(1, object()))
+
+
+def test_fields_comprehension_override_is_a_correct_override():
+    # vLLM's own asdict_zerocopy, as an override: new dict, fields in order, the very
+    # objects, skip_fields honoured and never changed.
+    @dataclass
+    class VllmStyle(OvBase):
+        def asdict_zerocopy(self, skip_fields=None):
+            if skip_fields is None:
+                skip_fields = set()
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip_fields}
+
+    mt.assert_zerocopy_class(VllmStyle)
+
+
+def test_helpers_refuse_wrong_kinds():
+    with pytest.raises(TypeError):
+        mt.assert_zerocopy(AttnMeta)
+    with pytest.raises(TypeError):
+        mt.assert_zerocopy(3)
+    with pytest.raises(TypeError):
+        mt.assert_zerocopy_class(AttnMeta(1, 2, 3, []))
+    with pytest.raises(TypeError):
+        mt.assert_zerocopy_class(int)
+
+
+def test_helpers_on_plain_dataclass():
+    @dataclass
+    class PlainRec:
+        a: int = 0
+        w: object = field(default=None, metadata=OMIT)
+
+    mt.assert_zerocopy(PlainRec())
+    mt.assert_zerocopy_class(PlainRec)
+    assert metakit.asdict_zerocopy(PlainRec(1, object())) == {"a": 1}
+
+
+def test_helper_class_with_post_init_arithmetic():
+    @dataclass
+    class Arith(ZeroCopy):
+        n: int
+        doubled: int = field(init=False, default=0)
+
+        def __post_init__(self):
+            self.doubled = self.n * 2
+
+    mt.assert_zerocopy_class(Arith)
+    mt.assert_zerocopy(Arith(3))
+
+
+def test_plain_helper_after_class_becomes_dataclass():
+    @dataclass
+    class P:
+        a: int = 1
+
+    class Q(P):
+        b: int = 2
+
+    metakit.asdict_zerocopy(Q())
+    dataclass(Q)
+    mt.assert_zerocopy(Q())
+
+
+def test_view_descriptor_compared_by_type_in_helper():
+    class Viewing:
+        def __set_name__(self, owner, name):
+            self.slot = "_" + name
+
+        def __get__(self, obj, typ=None):
+            if obj is None:
+                return ()
+            return tuple(getattr(obj, self.slot, ()))  # a new object on every read
+
+        def __set__(self, obj, v):
+            setattr(obj, self.slot, list(v))
+
+    @dataclass
+    class VD(ZeroCopy):
+        v: Viewing = Viewing()  # noqa: RUF009
+        n: int = 0
+
+    mt.assert_zerocopy(VD([1, 2]))
+
+
+def test_helper_reports_descriptor_refusing_sentinel():
+    class IntOnly:
+        def __set_name__(self, owner, name):
+            self.slot = "_" + name
+
+        def __get__(self, obj, typ=None):
+            if obj is None:
+                return 0
+            return getattr(obj, self.slot, 0)
+
+        def __set__(self, obj, v):
+            object.__setattr__(obj, self.slot, int(v))
+
+    @dataclass
+    class IO(ZeroCopy):
+        n: IntOnly = IntOnly()  # noqa: RUF009
+
+    mt.assert_zerocopy(IO(3))
+    with pytest.raises(AssertionError) as ei:
+        mt.assert_zerocopy_class(IO)
+    assert "IO" in str(ei.value)
+    assert "sentinel" in str(ei.value)
+
+
+# The recipe of the README, over every metakit class of the shared records (MethodNamesMeta
+# is left out: its field named asdict_zerocopy shadows the method on instances).
+@pytest.mark.parametrize(
+    "cls",
+    [c for c in mt.zerocopy_classes_in(records) if c is not MethodNamesMeta],
+    ids=mt.class_id,
+)
+def test_recipe_every_class_of_the_shared_records(cls):
+    mt.assert_zerocopy_class(cls)
+
+
+def test_testing_helpers_accept_good_classes():
+    # DESIGN: metakit.testing.assert_zerocopy(obj) / assert_zerocopy_class(cls) check generated methods and overrides
+    from metakit.testing import assert_zerocopy, assert_zerocopy_class
+
+    @dataclass
+    class Good(ZeroCopy):
+        a: object = None
+        w: object = field(default=None, metadata=OMIT)
+
+    @dataclass
+    class GoodOv(Good):
+        wrapper: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy({"wrapper", *(skip_fields or ())})
+
+    @dataclass(frozen=True, slots=True)
+    class FS(ZeroCopy):
+        a: object = None
+
+    for cls in (Good, GoodOv, FS):
+        assert_zerocopy_class(cls)
+        assert_zerocopy(cls())
+
+
+def test_testing_helper_reports_mutating_override():
+    # README "Testing your own classes": an override that calls .add() on skip_fields "is reported with the names it
+    # added", and the failure names the class
+    from metakit.testing import assert_zerocopy_class
+
+    @dataclass
+    class Base(ZeroCopy):
+        a: object = None
+
+    @dataclass
+    class BadOv(Base):
+        decode_wrapper: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            skip_fields = skip_fields if skip_fields is not None else set()
+            skip_fields.add("decode_wrapper")
+            return super().asdict_zerocopy(skip_fields)
+
+    with pytest.raises(AssertionError) as ei:
+        assert_zerocopy_class(BadOv)
+    msg = str(ei.value)
+    assert "BadOv" in msg
+    assert "decode_wrapper" in msg
+    assert "override" in msg
+
+
+def test_instance_to_generated_source_and_assert_zerocopy_class():
+    # DESIGN: "Classes passed where instances belong" get a clear TypeError, and (README) so do
+    # instances passed where classes belong: generated_source(cls), assert_zerocopy_class(cls)
+    with pytest.raises(TypeError, match="Meta"):
+        metakit.generated_source(Meta())
+    with pytest.raises(TypeError, match="assert_zerocopy"):
+        metakit.testing.assert_zerocopy_class(Meta())
+
+
+@dataclass(frozen=True, slots=True)
+class TrickyFrozen(ZeroCopy):
+    a: int
+    b: InitVar[int] = 0
+    c: ClassVar[int] = 5
+    w: object = field(default=None, metadata=OMIT)
+    n: int = field(init=False, default=0)
+    _: KW_ONLY
+    k: int = 3
+
+    def __post_init__(self, b):
+        object.__setattr__(self, "n", b)
+
+
+@dataclass
+class GoodOverride(ZeroCopy):
+    a: int = 1
+    wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy({"wrapper", *(skip_fields or ())})
+
+    def astuple_zerocopy(self):
+        return tuple(self.asdict_zerocopy().values())
+
+
+class GoodOverrideChild(GoodOverride):
+    pass
+
+
+@dataclass
+class GoodOverrideGrandchild(GoodOverrideChild):
+    z: int = 9
+
+
+@pytest.mark.parametrize(
+    "cls", [TrickyFrozen, GoodOverride, GoodOverrideChild, GoodOverrideGrandchild, Meta, PlainMeta]
+)
+def test_testing_helpers_pass_on_correct_classes(cls):
+    # README: "`assert_zerocopy` and `assert_zerocopy_class` work on classes with a user override
+    # too" / "so frozen and slots classes work as well. `ClassVar` and `InitVar` are not fields"
+    metakit.testing.assert_zerocopy_class(cls)
+    obj = cls(1) if cls is TrickyFrozen else cls()
+    metakit.testing.assert_zerocopy(obj)
+
+
+def _bad(name, body):
+    ns = {"__module__": __name__, "__annotations__": {"a": int, "b": int}, "a": 1, "b": 2, **body}
+    return dataclass(type(name, (ZeroCopy,), ns))
+
+
+BAD_OVERRIDES = [
+    ("extra key", {"asdict_zerocopy": lambda self, skip_fields=None: {"a": self.a, "b": self.b, "zz": 1}}, "zz"),
+    ("wrong order", {"asdict_zerocopy": lambda self, skip_fields=None: {"b": self.b, "a": self.a}}, "order"),
+    ("copied value", {"asdict_zerocopy": lambda self, skip_fields=None: {"a": Val(1), "b": self.b}}, "'a'"),
+    ("ignores skip", {"asdict_zerocopy": lambda self, skip_fields=None: {"a": self.a, "b": self.b}}, "skip_fields"),
+    (
+        "mutates skip",
+        {
+            "asdict_zerocopy": lambda self, skip_fields=None: (
+                skip_fields.add("b") if isinstance(skip_fields, set) else None,
+                {"a": self.a},
+            )[1]
+        },
+        "added",
+    ),
+    ("tuple is a list", {"astuple_zerocopy": lambda self: [self.a, self.b]}, "tuple"),
+    ("tuple reversed", {"astuple_zerocopy": lambda self: (self.b, self.a)}, "order"),
+]
+
+
+@pytest.mark.parametrize(("label", "body", "word"), BAD_OVERRIDES, ids=[b[0] for b in BAD_OVERRIDES])
+@pytest.mark.parametrize("late", [False, True], ids=["in body", "assigned late"])
+def test_testing_helpers_name_the_broken_override(label, body, word, late):
+    # DESIGN: "on failure names the class and the difference" / "a failure says which of the two
+    # broke"
+    cls = _bad(f"Bad{label.title().replace(' ', '')}", {} if late else body)
+    if late:
+        for k, v in body.items():
+            setattr(cls, k, v)
+    for check in (lambda: metakit.testing.assert_zerocopy_class(cls), lambda: metakit.testing.assert_zerocopy(cls())):
+        with pytest.raises(AssertionError) as info:
+            check()
+        msg = str(info.value)
+        assert msg.startswith(cls.__name__), msg
+        assert "override" in msg, msg
+        assert word in msg, msg
+    for k in body:
+        delattr(cls, k) if late else None
+    if late:
+        metakit.testing.assert_zerocopy_class(cls)  # after del, the generated methods are back
+
+
+def test_testing_helpers_on_generic_and_descriptor_fields():
+    # README: "`Box[int]` checks `Box`." / "A field whose descriptor refuses a sentinel ... fails with
+    # a message that says so" / "A field whose descriptor returns a new object on every read (a view,
+    # say) is compared by type, not identity"
+    from typing import Generic, TypeVar
+
+    T = TypeVar("T")
+
+    @dataclass
+    class Box(ZeroCopy, Generic[T]):
+        item: T | None = None
+
+    metakit.testing.assert_zerocopy_class(Box[int])
+    metakit.testing.assert_zerocopy(Box[int](3))
+
+    class IntOnly:
+        def __set_name__(self, owner, name):
+            self.slot = "_" + name
+
+        def __get__(self, obj, owner=None):
+            return 0 if obj is None else getattr(obj, self.slot)
+
+        def __set__(self, obj, value):
+            setattr(obj, self.slot, int(value))
+
+    descriptor = IntOnly()
+
+    @dataclass
+    class WithDescriptor(ZeroCopy):
+        x: IntOnly = descriptor  # type: ignore[assignment]
+
+    with pytest.raises(AssertionError, match="WithDescriptor"):
+        metakit.testing.assert_zerocopy_class(WithDescriptor)
+    metakit.testing.assert_zerocopy(WithDescriptor(3))
+
+
+T_TESTING = TypeVar("T_TESTING")
+
+
+def check_instance(obj: Any) -> None:
+    assert_zerocopy(obj)
+
+
+def check_class(obj: Any) -> None:
+    assert_zerocopy_class(type(obj))
+
+
+HELPERS = [pytest.param(check_instance, id="assert_zerocopy"), pytest.param(check_class, id="assert_zerocopy_class")]
+
+
+@dataclass
+class Metadata(ZeroCopy):
+    is_prompt: bool
+    seq_lens: list[int]
+    wrapper: object = field(default=None, metadata=OMIT)
+    computed: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.attn_bias = None
+
+
+@dataclass(slots=True, frozen=True)
+class Slotted(ZeroCopy):
+    block_tables: tuple[int, ...]
+    page_size: int = 16
+
+
+@dataclass(frozen=True)
+class Frozen(ZeroCopy):
+    slot_mapping: list[int]
+    num_tokens: int = 0
+
+
+@dataclass(slots=True)
+class SlotsOnly(ZeroCopy):
+    slot_mapping: list[int]
+
+
+@dataclass
+class WithInitVar(ZeroCopy):
+    lens: list[int]
+    scale: InitVar[int] = 2
+    kind: ClassVar[str] = "flash"
+    scaled: list[int] = field(init=False)
+
+    def __post_init__(self, scale: int) -> None:
+        self.scaled = [n * scale for n in self.lens]
+
+
+@dataclass
+class Box_testing(ZeroCopy, Generic[T_TESTING]):
+    item: T_TESTING
+    items: list[T_TESTING] = field(default_factory=list)
+
+
+class Stored:
+    """A descriptor field that keeps its value under another name, as the dataclass docs show."""
+
+    def __init__(self, default: object) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return self.default if obj is None else getattr(obj, self.attribute, self.default)
+
+    def __set__(self, obj: object, value: object) -> None:
+        setattr(obj, self.attribute, value)
+
+
+@dataclass
+class WithDescriptor(ZeroCopy):
+    num_tokens: int
+    block_table: object = Stored(default=None)
+
+
+@dataclass
+class PlainMetadata:
+    is_prompt: bool
+    seq_lens: list[int] = field(default_factory=list)
+    wrapper: object = field(default=None, metadata=OMIT)
+
+
+@dataclass
+class TransparentOverride(Metadata):
+    extra: object = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy(skip_fields)
+
+
+class Undecorated(Metadata):
+    pass
+
+
+@dataclass
+class Empty(ZeroCopy):
+    pass
+
+
+@dataclass
+class AwkwardNames(ZeroCopy):
+    self: int
+    skip_fields: int
+    dict: int
+    cls: int
+
+
+class ABCZeroCopyFields_testing(ZeroCopyFields, abc.ABCMeta):
+    pass
+
+
+@dataclass
+class WithABCMeta(metaclass=ABCZeroCopyFields_testing):
+    seq_lens: list[int]
+
+
+Made = make_dataclass("Made", [("slot_mapping", list), ("num_tokens", int, 0)], bases=(ZeroCopy,))
+
+
+ACCEPTED = [
+    Metadata(True, [1, 2], wrapper=object()),
+    Slotted((1, 2)),
+    Frozen([1]),
+    SlotsOnly([2]),
+    WithInitVar([1, 2], 3),
+    Box_testing(1, [2]),
+    WithDescriptor(3, block_table=[1]),
+    PlainMetadata(False, [3]),
+    TransparentOverride(True, [4], extra=object()),
+    Undecorated(False, [5]),
+    Empty(),
+    AwkwardNames(1, 2, 3, 4),
+    WithABCMeta([1]),
+    Made([1]),
+]
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize("obj", ACCEPTED, ids=lambda obj: type(obj).__name__)
+def test_both_helpers_pass_on_correct_classes(check, obj):
+    check(obj)
+
+
+def test_a_generic_alias_checks_its_class():
+    assert_zerocopy_class(Box_testing[int])
+
+
+def test_the_class_helper_runs_no_init_and_sets_every_field_to_its_own_sentinel(monkeypatch):
+    seen = []
+    real = metakit.testing._bare_instance
+
+    def spy(cls):
+        obj, notes = real(cls)
+        seen.append(obj)
+        return obj, notes
+
+    monkeypatch.setattr(metakit.testing, "_bare_instance", spy)
+    assert_zerocopy_class(WithInitVar)
+    (obj,) = seen
+    values = [getattr(obj, f.name) for f in dataclasses.fields(WithInitVar)]
+    assert [repr(value) for value in values] == ["<sentinel WithInitVar.lens>", "<sentinel WithInitVar.scaled>"]
+    assert "scale" not in vars(obj)  # an InitVar is no field, and __post_init__ never ran
+
+
+class View:
+    def __init__(self, target: object) -> None:
+        self.target = target
+
+
+class FreshEachRead:
+    """A descriptor field that hands out a new view of its value on every read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return None if obj is None else View(getattr(obj, self.attribute, None))
+
+    def __set__(self, obj: object, value: object) -> None:
+        setattr(obj, self.attribute, value)
+
+
+@dataclass
+class WithFreshView(ZeroCopy):
+    seq_lens: list[int]
+    positions: list[int] = FreshEachRead()
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_a_field_that_reads_as_a_new_object_each_time_is_not_reported_as_copied(check):
+    check(WithFreshView([1], positions=[0, 1]))
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_a_copy_of_a_plain_field_beside_it_is_still_reported(check):
+    @dataclass
+    class CopiesBeside(WithFreshView):
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super().asdict_zerocopy(skip_fields)
+            if "seq_lens" in d:
+                d["seq_lens"] = copy.copy(d["seq_lens"])
+            return d
+
+    with pytest.raises(AssertionError, match=r"\['seq_lens'\] is not the object the instance holds"):
+        check(CopiesBeside([1], positions=[0]))
+
+
+@dataclass
+class DropsItsWrapper(ZeroCopy):
+    """The README's override: the wrapper is a plain field the override leaves out."""
+
+    num_prefills: int
+    slot_mapping: list[int]
+    decode_wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy({"decode_wrapper", *(skip_fields or ())})
+
+
+@dataclass
+class CopiesThenAdds(DropsItsWrapper):
+    """vLLM's override, written so that it leaves the caller's set alone."""
+
+    prefill_wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        skip = set(skip_fields or ())
+        skip.add("prefill_wrapper")
+        return super().asdict_zerocopy(skip)
+
+
+@dataclass
+class ReturnsItsOwnDict:
+    """A plain dataclass whose own method builds the dict by hand, as vLLM's base once did."""
+
+    num_tokens: int
+    slot_mapping: list[int]
+
+    def asdict_zerocopy(self, skip_fields=None):
+        skip = set(skip_fields or ())
+        for name in skip:
+            if name not in {f.name for f in dataclasses.fields(self)}:
+                raise ValueError(f"skip_fields names {name!r}, which is not a field")
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(
+    "obj",
+    [DropsItsWrapper(1, [0], object()), CopiesThenAdds(1, [0], object(), object()), ReturnsItsOwnDict(1, [0])],
+    ids=lambda obj: type(obj).__name__,
+)
+def test_an_override_that_leaves_fields_out_and_keeps_the_rules_passes(check, obj):
+    check(obj)
+
+
+@dataclass
+class DropsARequiredField(ZeroCopy):
+    num_prefills: int
+    slot_mapping: list[int]
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy({"slot_mapping", *(skip_fields or ())})
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_an_override_that_leaves_out_a_field_init_requires_is_reported(check):
+    expected = (
+        "DropsARequiredField: the override DropsARequiredField.asdict_zerocopy: obj.asdict_zerocopy()"
+        " has keys ['num_prefills']: it leaves out ['slot_mapping'], which __init__ requires,"
+        " so DropsARequiredField(**d) cannot rebuild the record; leave out only fields with a default"
+    )
+    with pytest.raises(AssertionError) as error:
+        check(DropsARequiredField(1, [0]))
+    assert str(error.value) == expected
+
+
+@dataclass
+class Base(ZeroCopy):
+    a: object = None
+    b: list[int] = field(default_factory=list)
+    c: object = None
+
+
+def broken(name: str, **methods: object) -> Base:
+    """An instance of a subclass of ``Base`` whose *methods* override the generated ones."""
+    cls = dataclass(types.new_class(name, (Base,), exec_body=lambda ns: ns.update(methods)))
+    return cls(object(), [1], object())
+
+
+def adds_a_key(self, skip_fields=None):
+    return {**super(type(self), self).asdict_zerocopy(skip_fields), "attn_bias": None}
+
+
+def reorders_keys(self, skip_fields=None):
+    return dict(reversed(super(type(self), self).asdict_zerocopy(skip_fields).items()))
+
+
+def copies_a_value(self, skip_fields=None):
+    d = super(type(self), self).asdict_zerocopy(skip_fields)
+    if "b" in d:
+        d["b"] = copy.copy(d["b"])
+    return d
+
+
+def ignores_skip_fields(self, skip_fields=None):
+    return super(type(self), self).asdict_zerocopy()
+
+
+def accepts_unknown_names(self, skip_fields=None):
+    skip = set(skip_fields or ())
+    return {k: v for k, v in super(type(self), self).asdict_zerocopy().items() if k not in skip}
+
+
+def raises_key_error_on_unknown_names(self, skip_fields=None):
+    d = super(type(self), self).asdict_zerocopy()
+    for name in skip_fields or ():
+        del d[name]
+    return d
+
+
+def empties_on_unknown_names(self, skip_fields=None):
+    if set(skip_fields or ()) - {f.name for f in dataclasses.fields(self)}:
+        return {}
+    return super(type(self), self).asdict_zerocopy(skip_fields)
+
+
+def removes_from_skip_fields(self, skip_fields=None):
+    d = super(type(self), self).asdict_zerocopy(skip_fields)
+    if isinstance(skip_fields, set):
+        skip_fields.discard("a")
+    return d
+
+
+def adds_to_skip_fields(self, skip_fields=None):
+    # vLLM's FlashInfer metadata did this with its decode wrapper.
+    if skip_fields is None:
+        skip_fields = set()
+    skip_fields.add("c")
+    return super(type(self), self).asdict_zerocopy(skip_fields)
+
+
+_cached: dict[int, dict[str, object]] = {}
+
+
+def returns_one_dict(self, skip_fields=None):
+    if skip_fields is not None:
+        return super(type(self), self).asdict_zerocopy(skip_fields)
+    return _cached.setdefault(id(self), super(type(self), self).asdict_zerocopy())
+
+
+def returns_a_mapping_proxy(self, skip_fields=None):
+    return types.MappingProxyType(super(type(self), self).asdict_zerocopy(skip_fields))
+
+
+def drops_c_when_skipping(self, skip_fields=None):
+    # Meant to leave out one more name, it leaves out 'c' only when given some.
+    return super(type(self), self).asdict_zerocopy({*skip_fields, "c"} if skip_fields else None)
+
+
+def raises(self, skip_fields=None):
+    return {name: getattr(self, name) for name in ("a", "b", "c", "d")}
+
+
+def reorders_the_tuple(self):
+    return tuple(reversed(super(type(self), self).astuple_zerocopy()))
+
+
+def copies_in_the_tuple(self):
+    a, b, c = super(type(self), self).astuple_zerocopy()
+    return (a, copy.copy(b), c)
+
+
+def returns_a_list(self):
+    return list(super(type(self), self).astuple_zerocopy())
+
+
+BROKEN = [
+    (
+        "AddsKey",
+        adds_a_key,
+        r"has keys \['a', 'b', 'c', 'attn_bias'\]: unexpected \['attn_bias'\], which are not fields",
+    ),
+    ("ReordersKeys", reorders_keys, r"not in field order \['a', 'b', 'c'\]: the order differs"),
+    ("CopiesValue", copies_a_value, r"obj.asdict_zerocopy\(\)\['b'\] is not the object the instance holds"),
+    (
+        "IgnoresSkip",
+        ignores_skip_fields,
+        r"\(skip_fields=\{'a'\}\) has keys .*: unexpected \['a'\], which skip_fields names",
+    ),
+    (
+        "RaisesKeyErrorOnUnknown",
+        raises_key_error_on_unknown_names,
+        r"\(skip_fields=\{'not_a_field'\}\) raised KeyError, not ValueError",
+    ),
+    (
+        "EmptiesOnUnknown",
+        empties_on_unknown_names,
+        r"\(skip_fields=\{'not_a_field'\}\) has keys \[\], expected \['a', 'b', 'c'\]: missing \['a', 'b', 'c'\]",
+    ),
+    ("RemovesFromSkip", removes_from_skip_fields, r"changed the skip_fields it was given: it removed \['a'\]"),
+    (
+        "AddsToSkip",
+        adds_to_skip_fields,
+        r"\(skip_fields=set\(\)\) changed the skip_fields it was given: it added \['c'\]",
+    ),
+    ("OneDict", returns_one_dict, r"obj.asdict_zerocopy\(\) returned the same dict twice"),
+    ("Proxy", returns_a_mapping_proxy, r"obj.asdict_zerocopy\(\) returned mappingproxy, not dict"),
+    (
+        "DropsWhenSkipping",
+        drops_c_when_skipping,
+        r"\(skip_fields=\{'a'\}\) has keys \['b'\], expected \['b', 'c'\]: "
+        r"missing \['c'\], which it returns when called with no arguments",
+    ),
+    ("Raises", raises, r"obj.asdict_zerocopy\(\) raised AttributeError: .*'d'"),
+]
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(("name", "method", "difference"), BROKEN, ids=[case[0] for case in BROKEN])
+def test_a_broken_override_is_named_with_the_call_and_the_difference(check, name, method, difference):
+    obj = broken(name, asdict_zerocopy=method)
+    with pytest.raises(AssertionError, match=difference) as error:
+        check(obj)
+    assert str(error.value).startswith(f"{name}: the override {name}.asdict_zerocopy: obj.asdict_zerocopy(")
+
+
+def a_fields_comprehension(self, skip_fields=None):
+    skip = skip_fields or set()
+    return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize("method", [a_fields_comprehension, accepts_unknown_names])
+def test_an_override_that_ignores_names_that_are_not_fields_passes(check, method):
+    # A ``fields()`` comprehension, as engines wrote before metakit, leaves
+    # out an unknown name as it leaves out the others: that keeps the rules.
+    check(broken("IgnoresUnknown", asdict_zerocopy=method))
+
+
+BROKEN_TUPLES = [
+    ("ReordersTuple", reorders_the_tuple, r"holds the values of \['c', 'b', 'a'\], which are not field values in"),
+    ("CopiesInTuple", copies_in_the_tuple, r"holds the values of \['a', '\?', 'c'\]"),
+    ("ListTuple", returns_a_list, r"returned list, not tuple"),
+]
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(("name", "method", "difference"), BROKEN_TUPLES, ids=[case[0] for case in BROKEN_TUPLES])
+def test_a_broken_astuple_override_is_named_with_the_difference(check, name, method, difference):
+    obj = broken(name, astuple_zerocopy=method)
+    with pytest.raises(AssertionError, match=difference) as error:
+        check(obj)
+    assert str(error.value).startswith(f"{name}: the override {name}.astuple_zerocopy: obj.astuple_zerocopy() ")
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_an_astuple_override_may_leave_values_out_in_field_order(check):
+    def drops_b(self):
+        a, _, c = super(type(self), self).astuple_zerocopy()
+        return (a, c)
+
+    check(broken("DropsFromTuple", astuple_zerocopy=drops_b))
+
+
+def test_a_faithful_override_made_the_same_way_passes():
+    # So each failure above comes from its method's one defect.
+    def correct(self, skip_fields=None):
+        return super(type(self), self).asdict_zerocopy(skip_fields)
+
+    obj = broken("Correct", asdict_zerocopy=correct)
+    assert_zerocopy(obj)
+    assert_zerocopy_class(type(obj))
+
+
+def test_an_override_in_a_base_is_named_by_its_class():
+    @dataclass
+    class Sub(broken("InBase", asdict_zerocopy=reorders_keys).__class__):
+        d: object = None
+
+    with pytest.raises(AssertionError, match=r"^Sub: the override InBase.asdict_zerocopy: obj.asdict_zerocopy\(\)"):
+        assert_zerocopy_class(Sub)
+
+
+def test_an_override_over_another_is_named_with_both():
+    @dataclass
+    class Inner(Base):
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super().asdict_zerocopy(skip_fields)
+            return {**d, "b": copy.copy(d["b"])} if "b" in d else d
+
+    @dataclass
+    class Outer(Inner):
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy(skip_fields)
+
+    pattern = (
+        r"^Outer: the override Outer.asdict_zerocopy \(over Inner.asdict_zerocopy\):"
+        r" obj.asdict_zerocopy\(\)\['b'\] is not"
+    )
+    with pytest.raises(AssertionError, match=pattern):
+        assert_zerocopy_class(Outer)
+
+
+def test_broken_generated_code_is_blamed_before_the_override(monkeypatch):
+    def drops_slot_mapping(obj, skip_fields=None):
+        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return {k: v for k, v in values.items() if k != "slot_mapping" and k not in (skip_fields or ())}
+
+    monkeypatch.setattr(metakit, "asdict_zerocopy", drops_slot_mapping)
+    obj = DropsItsWrapper(1, [0], object())
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy(obj)
+    assert str(error.value).startswith(
+        "DropsItsWrapper: the generated code: metakit.asdict_zerocopy(obj) has keys ['num_prefills', 'decode_wrapper'],"
+        " expected ['num_prefills', 'slot_mapping', 'decode_wrapper']: missing ['slot_mapping']"
+    )
+
+
+def test_broken_generated_methods_of_the_class_are_blamed(monkeypatch):
+    real = metakit._functions.methods_of
+
+    class Reversed:
+        def __init__(self, methods):
+            self.methods = methods
+
+        def asdict(self, obj, skip_fields=None):
+            return dict(reversed(self.methods.asdict(obj, skip_fields).items()))
+
+        def astuple(self, obj):
+            return self.methods.astuple(obj)
+
+    monkeypatch.setattr(metakit._functions, "methods_of", lambda cls: Reversed(real(cls)))
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(Frozen)
+    assert str(error.value) == (
+        "Frozen: the generated code: methods_of(Frozen).asdict(obj) has keys ['num_tokens', 'slot_mapping'],"
+        " expected ['slot_mapping', 'num_tokens']: the order differs"
+    )
+
+
+def test_another_classs_generated_method_in_a_class_body_is_checked_as_the_users_override():
+    # Issue 24: a method written in a class body is the user's, even when it
+    # is another class's generated code; it is checked for what any override
+    # must keep, not blamed as metakit's generated code for other fields.
+    @dataclass
+    class Other(ZeroCopy):
+        a: object = None
+
+    class Mixin:
+        asdict_zerocopy = vars(Other)["asdict_zerocopy"]
+
+    @dataclass
+    class Reaches(Mixin):
+        a: object = None
+        b: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy(skip_fields)
+
+    assert_zerocopy_class(Reaches)  # a new dict of fields, in order, the very objects: all an override must keep
+
+    @dataclass
+    class Pair(ZeroCopy):
+        a: object = None
+        b: object = None
+
+    class Reordering:
+        def asdict_zerocopy(self, skip_fields=None):
+            return dict(reversed(vars(Pair)["asdict_zerocopy"](self, skip_fields).items()))
+
+    @dataclass
+    class Reordered(Reordering):
+        a: object = None
+        b: object = None
+
+    with pytest.raises(AssertionError, match=r"^Reordered: the override Reordering\.asdict_zerocopy"):
+        assert_zerocopy_class(Reordered)
+
+
+def test_a_generated_method_that_returns_the_same_dict_is_blamed_as_generated(monkeypatch):
+    kept = {}
+
+    def one_dict(obj, skip_fields=None):
+        return kept.setdefault(skip_fields is None, metakit._functions.asdict_zerocopy(obj, skip_fields))
+
+    monkeypatch.setattr(metakit, "asdict_zerocopy", one_dict)
+    with pytest.raises(
+        AssertionError, match=r"^Frozen: the generated code: metakit.asdict_zerocopy\(obj\) returned the same"
+    ):
+        assert_zerocopy_class(Frozen)
+
+
+class Converted:
+    """The dataclass docs' descriptor: it converts what it is given with int()."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return 0 if obj is None else getattr(obj, self.attribute, 0)
+
+    def __set__(self, obj: object, value: Any) -> None:
+        setattr(obj, self.attribute, int(value))
+
+
+@dataclass
+class WithConversion(ZeroCopy):
+    seq_lens: list[int]
+    num_tokens: int = Converted()  # type: ignore[assignment]
+
+
+def test_a_field_that_refuses_a_sentinel_is_named_rather_than_reported_as_different():
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(WithConversion)
+    message = str(error.value)
+    assert message.startswith("WithConversion: field 'num_tokens' cannot be set on a bare instance")
+    assert "raised TypeError" in message
+    assert "assert_zerocopy(obj)" in message
+    assert_zerocopy(WithConversion([1], 3))  # an instance you make works
+
+
+class Stringified(Stored):
+    def __set__(self, obj: object, value: object) -> None:
+        setattr(obj, self.attribute, str(value))
+
+
+def test_a_field_that_stores_something_else_passes_and_is_noted_in_a_failure():
+    @dataclass
+    class WithStringified(ZeroCopy):
+        name: object = Stringified(default="")
+
+    assert_zerocopy_class(WithStringified)
+
+    @dataclass
+    class Reordered(WithStringified):
+        other: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return dict(reversed(super().asdict_zerocopy(skip_fields).items()))
+
+    with pytest.raises(AssertionError, match=r"the order differs \(note: field 'name' does not read back the sentinel"):
+        assert_zerocopy_class(Reordered)
+
+
+def test_an_abstract_class_has_no_bare_instance():
+    @dataclass
+    class Abstract(metaclass=ABCZeroCopyFields_testing):
+        seq_lens: list[int]
+
+        @abc.abstractmethod
+        def prefill_metadata(self) -> object: ...
+
+    with pytest.raises(
+        AssertionError, match=r"^Abstract: assert_zerocopy_class cannot make a bare instance: .*abstract"
+    ):
+        assert_zerocopy_class(Abstract)
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(
+    "obj", [Metadata(True, [1]), Slotted((1,)), WithInitVar([1], 2)], ids=lambda o: type(o).__name__
+)
+def test_a_replace_that_agrees_with_dataclasses_replace_passes(monkeypatch, check, obj):
+    monkeypatch.setattr(metakit, "replace", dataclasses.replace, raising=False)
+    check(obj)
+
+
+def returns_itself(obj, /, **changes):
+    return obj
+
+
+def copies_seq_lens(obj, /, **changes):
+    return dataclasses.replace(obj, seq_lens=copy.copy(obj.seq_lens), **changes)
+
+
+def returns_a_base(obj, /, **changes):
+    return Metadata(obj.is_prompt, obj.seq_lens, obj.wrapper)
+
+
+def refuses(obj, /, **changes):
+    raise TypeError("no")
+
+
+BROKEN_REPLACES = [
+    ("Itself", returns_itself, r"returned the instance itself, not a new one"),
+    ("Copies", copies_seq_lens, r"holds a new object in field 'seq_lens', where dataclasses.replace\(obj\) keeps"),
+    ("Base", returns_a_base, r"returned Metadata, not WithReplace"),
+    ("Raises", refuses, r"raised TypeError: no"),
+]
+
+
+@dataclass
+class WithReplace(Metadata):
+    pass
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(("name", "replace", "difference"), BROKEN_REPLACES, ids=[c[0] for c in BROKEN_REPLACES])
+def test_a_broken_replace_is_blamed_as_generated_code(monkeypatch, check, name, replace, difference):
+    monkeypatch.setattr(metakit, "replace", replace, raising=False)
+    with pytest.raises(AssertionError, match=difference) as error:
+        check(WithReplace(True, [1]))
+    assert str(error.value).startswith("WithReplace: the generated code: metakit.replace(obj) ")
+
+
+def test_replace_must_raise_where_dataclasses_replace_does(monkeypatch):
+    @dataclass
+    class NeedsScale(ZeroCopy):
+        lens: list[int]
+        scale: InitVar[int]
+
+        def __post_init__(self, scale: int) -> None:
+            pass
+
+    monkeypatch.setattr(metakit, "replace", dataclasses.replace, raising=False)
+    assert_zerocopy(NeedsScale([1], 2))  # both raise ValueError: the InitVar must be given
+    monkeypatch.setattr(metakit, "replace", lambda obj: obj.__class__(obj.lens, 1), raising=False)
+    with pytest.raises(AssertionError, match=r"metakit.replace\(obj\) returned, but dataclasses.replace\(obj\) raises"):
+        assert_zerocopy(NeedsScale([1], 2))
+
+
+def test_the_real_metakit_replace_is_called(monkeypatch):
+    calls = []
+    real = metakit.replace
+
+    def spy(obj, /, **changes):
+        calls.append(type(obj))
+        return real(obj, **changes)
+
+    monkeypatch.setattr(metakit, "replace", spy)
+    assert_zerocopy(Metadata(True, [1]))
+    assert_zerocopy_class(Slotted)
+    assert calls == [Metadata, Slotted]
+
+
+def test_another_classs_generated_replace_assigned_by_a_user_is_not_checked_as_generated_code():
+    @dataclass
+    class Other(ZeroCopy):
+        a: object = None
+
+    @dataclass
+    class Replaced:
+        a: object = None
+        b: object = None
+
+    # The generated __replace__ of Other, which knows nothing of 'b', assigned
+    # by a user: the user's method (issue 24), whose behaviour is the user's.
+    Replaced.__replace__ = vars(Other)["__replace__"]
+    assert_zerocopy_class(Replaced)
+
+
+def test_without_metakit_replace_the_helpers_still_run(monkeypatch):
+    monkeypatch.delattr(metakit, "replace", raising=False)
+    assert_zerocopy(Metadata(True, [1]))
+    assert_zerocopy_class(Metadata)
+
+
+def test_an_instance_missing_a_field_says_the_reference_cannot_be_built():
+    @dataclass
+    class Unset(ZeroCopy):
+        seq_lens: list[int] = field(init=False)  # never set
+
+    with pytest.raises(AssertionError, match=r"^Unset: reading the field 'seq_lens' raised AttributeError"):
+        assert_zerocopy(Unset())
+    assert_zerocopy_class(Unset)  # the bare instance holds a sentinel there
+
+
+@pytest.mark.parametrize("cls", [Metadata, PlainMetadata])
+def test_a_class_given_to_assert_zerocopy_raises_type_error(cls):
+    pattern = f"got the class {re.escape(cls.__qualname__)} itself; use assert_zerocopy_class"
+    with pytest.raises(TypeError, match=pattern):
+        assert_zerocopy(cls)
+
+
+@pytest.mark.parametrize("value", [3, "text", object(), [Metadata(True, [])]], ids=lambda v: type(v).__name__)
+def test_a_non_dataclass_given_to_assert_zerocopy_raises_type_error(value):
+    with pytest.raises(TypeError, match=f"{type(value).__qualname__} is not a dataclass"):
+        assert_zerocopy(value)
+
+
+def test_an_instance_given_to_assert_zerocopy_class_raises_type_error():
+    with pytest.raises(TypeError, match="got an instance of Metadata; use assert_zerocopy"):
+        assert_zerocopy_class(Metadata(True, []))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cls", [int, ZeroCopy, type("NotADataclass", (ZeroCopy,), {})], ids=lambda c: c.__name__)
+def test_a_class_that_is_not_a_dataclass_given_to_assert_zerocopy_class_raises_type_error(cls):
+    with pytest.raises(TypeError, match=f"but {cls.__qualname__} is not a dataclass"):
+        assert_zerocopy_class(cls)
+
+
+class Wrapper:
+    """Stands in for a FlashInfer kernel wrapper: it cannot be broadcast."""
+
+
+@dataclass
+class AttentionMetadata(ZeroCopy):
+    num_prefills: int
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    slot_mapping: list[int]
+
+
+@dataclass
+class FlashInferMetadata(AttentionMetadata):
+    """vLLM's shape: the wrapper is a plain field, and the override adds its name to the set."""
+
+    max_prefill_seq_len: int
+    use_cuda_graph: bool = False
+    decode_wrapper: Wrapper | None = None
+    seq_start_loc: list[int] | None = None
+    block_tables: list[int] | None = None
+    paged_kv_indptr: list[int] | None = None
+    page_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_prefills == 0:
+            self.decode_wrapper = Wrapper()
+
+    def asdict_zerocopy(self, skip_fields: set[str] | None = None) -> dict[str, Any]:
+        if skip_fields is None:
+            skip_fields = set()
+        # The wrapper cannot be broadcast, so it never travels.
+        skip_fields.add("decode_wrapper")
+        return super().asdict_zerocopy(skip_fields)
+
+
+@dataclass
+class FixedFlashInferMetadata(FlashInferMetadata):
+    """The same override, mended: it adds to a copy of the set it is given."""
+
+    def asdict_zerocopy(self, skip_fields: set[str] | None = None) -> dict[str, Any]:
+        skip = set(skip_fields or ())
+        skip.add("decode_wrapper")
+        return super(FlashInferMetadata, self).asdict_zerocopy(skip)
+
+
+@dataclass
+class OmittedWrapperMetadata(AttentionMetadata):
+    """What metakit offers instead: an OMIT field and no override."""
+
+    max_prefill_seq_len: int
+    decode_wrapper: Wrapper | None = field(default=None, metadata=OMIT)
+
+
+def decode_step(cls: type[AttentionMetadata]) -> Any:
+    return cls(0, 0, 2, [5, 9], max_prefill_seq_len=0, seq_start_loc=[0, 1, 2], page_size=16)
+
+
+@pytest.mark.parametrize("make", [decode_step, lambda cls: cls], ids=["assert_zerocopy", "assert_zerocopy_class"])
+def test_vllms_flashinfer_override_is_reported_for_adding_to_the_callers_set(make):
+    subject = make(FlashInferMetadata)
+    check = assert_zerocopy_class if isinstance(subject, type) else assert_zerocopy
+    with pytest.raises(AssertionError) as error:
+        check(subject)
+    assert str(error.value) == (
+        "FlashInferMetadata: the override FlashInferMetadata.asdict_zerocopy: obj.asdict_zerocopy(skip_fields=set())"
+        " changed the skip_fields it was given: it added ['decode_wrapper'];"
+        " it must leave the caller's set unchanged and change a copy"
+    )
+
+
+def test_leaving_the_wrapper_out_is_not_reported_as_missing():
+    # The old helper said "missing ['decode_wrapper']" here; leaving a field out is the
+    # override's right, so the mended override passes both helpers.
+    assert_zerocopy(decode_step(FixedFlashInferMetadata))
+    assert_zerocopy_class(FixedFlashInferMetadata)
+    d = decode_step(FixedFlashInferMetadata).asdict_zerocopy()
+    assert "decode_wrapper" not in d
+
+
+def test_the_omit_field_form_passes():
+    meta = OmittedWrapperMetadata(0, 0, 2, [5, 9], 0, decode_wrapper=Wrapper())
+    assert_zerocopy(meta)
+    assert_zerocopy_class(OmittedWrapperMetadata)
+
+
+class ABCZeroCopyFields_testing_engines(ZeroCopyFields, abc.ABCMeta):
+    pass
+
+
+class ModelRunnerInputBase(metaclass=ABCZeroCopyFields_testing_engines):
+    """vLLM's shape: an abstract base the runners' frozen inputs derive from."""
+
+    @abc.abstractmethod
+    def as_broadcastable_tensor_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ModelInputForGPU(ModelRunnerInputBase):
+    input_tokens: list[int] | None = None
+    input_positions: list[int] | None = None
+    seq_lens: list[int] | None = None
+    query_lens: list[int] | None = None
+    lora_requests: set[str] | None = None
+    attn_metadata: AttentionMetadata | None = None
+    request_ids_to_seq_ids: dict[str, list[int]] | None = None
+    finished_requests_ids: list[str] | None = None
+    virtual_engine: int = 0
+    async_callback: Any | None = field(default=None, metadata=OMIT)
+
+    def as_broadcastable_tensor_dict(self) -> dict[str, Any]:
+        return self.asdict_zerocopy(skip_fields={"seq_lens", "query_lens"})
+
+
+@dataclass(frozen=True)
+class ModelInputForGPUWithSamplingMetadata(ModelInputForGPU):
+    sampling_metadata: object | None = None
+    is_prompt: bool | None = None  # used by the driver only
+
+
+@pytest.mark.parametrize("cls", [ModelInputForGPU, ModelInputForGPUWithSamplingMetadata])
+def test_frozen_model_inputs_under_an_abstract_base_pass(cls):
+    assert_zerocopy_class(cls)
+    assert_zerocopy(cls(input_tokens=[1, 2], input_positions=[0, 1], attn_metadata=AttentionMetadata(0, 0, 2, [5, 9])))
+
+
+def test_a_frozen_model_input_that_copies_its_tokens_is_reported():
+    @dataclass(frozen=True)
+    class CopyingInput(ModelInputForGPU):
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super().asdict_zerocopy(skip_fields)
+            if "input_tokens" in d:
+                d["input_tokens"] = copy.copy(d["input_tokens"])
+            return d
+
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(CopyingInput)
+    assert str(error.value) == (
+        "CopyingInput: the override CopyingInput.asdict_zerocopy: obj.asdict_zerocopy()['input_tokens']"
+        " is not the object the instance holds: it was copied or replaced"
+    )
+
+
+@dataclass
+class FlashAttentionMetadataV1(ZeroCopy):
+    """vLLM V1's shape: many tensors, cascade fields, and a nested record class."""
+
+    num_actual_tokens: int
+    max_query_len: int
+    query_start_loc: list[int]
+    max_seq_len: int
+    seq_lens: list[int]
+    block_table: list[int]
+    slot_mapping: list[int]
+    use_cascade: bool
+    common_prefix_len: int
+    cu_prefix_query_lens: list[int] | None
+    prefix_kv_lens: list[int] | None
+    suffix_kv_lens: list[int] | None
+    scheduler_metadata: list[int] | None = None
+    max_num_splits: int = 0
+    causal: bool = True
+
+    @dataclass
+    class LocalAttentionMetadata(ZeroCopy):
+        local_query_start_loc: list[int]
+        local_seqused_k: list[int]
+        local_block_table: list[int]
+        local_max_query_len: int
+        local_max_seq_len: int
+
+    local_attn_metadata: LocalAttentionMetadata | None = None
+
+
+def v1_step() -> FlashAttentionMetadataV1:
+    local = FlashAttentionMetadataV1.LocalAttentionMetadata([0, 2], [2], [0], 2, 2)
+    return FlashAttentionMetadataV1(
+        2, 2, [0, 2], 2, [2], [0], [3, 4], False, 0, None, None, None, local_attn_metadata=local
+    )
+
+
+@pytest.mark.parametrize("cls", [FlashAttentionMetadataV1, FlashAttentionMetadataV1.LocalAttentionMetadata])
+def test_v1_metadata_and_its_nested_class_pass(cls):
+    assert_zerocopy_class(cls)
+
+
+def test_v1_metadata_replaced_each_step_keeps_its_objects():
+    step = v1_step()
+    assert_zerocopy(step)
+    later = dataclasses.replace(step, num_actual_tokens=1)
+    assert_zerocopy(later)
+    assert later.asdict_zerocopy()["slot_mapping"] is step.slot_mapping
+
+
+def test_v1_metadata_whose_override_drops_a_field_only_with_skip_fields_is_reported():
+    @dataclass
+    class Sloppy(FlashAttentionMetadataV1):
+        def asdict_zerocopy(self, skip_fields=None):
+            # Meant to always leave out the scheduler metadata, it does so only when given names.
+            if skip_fields:
+                skip_fields = {*skip_fields, "scheduler_metadata"}
+            return super().asdict_zerocopy(skip_fields)
+
+    with pytest.raises(AssertionError) as error:
+        assert_zerocopy_class(Sloppy)
+    message = str(error.value)
+    assert message.startswith(
+        "Sloppy: the override Sloppy.asdict_zerocopy: obj.asdict_zerocopy(skip_fields={'num_actual_tokens'})"
+    )
+    assert message.endswith("missing ['scheduler_metadata'], which it returns when called with no arguments")
+
+
+_names = itertools.count()
+
+
+MODELS = """
+    import abc
+    from dataclasses import dataclass
+    from metakit import ZeroCopy, ZeroCopyFields
+    from {package}.sub.inputs import ModelInput   # imported: found in its own module
+
+    class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta):
+        pass
+
+    @dataclass
+    class AttentionMetadata(ZeroCopy):
+        slot_mapping: list
+
+    @dataclass
+    class FlashAttentionMetadata(AttentionMetadata):
+        max_seq_len: int = 0
+
+        @dataclass
+        class LocalAttentionMetadata(ZeroCopy):
+            local_block_table: list
+
+    @dataclass
+    class Backend(metaclass=ABCZeroCopyFields):    # abstract: no instances to check
+        seq_lens: list
+
+        @abc.abstractmethod
+        def build(self): ...
+
+    @dataclass
+    class Plain:                                   # not made by ZeroCopyFields
+        seq_lens: list
+
+    class NotADataclass(ZeroCopy):
+        pass
+
+    Alias = AttentionMetadata
+"""
+
+
+INPUTS = """
+    from dataclasses import dataclass
+    from metakit import ZeroCopy
+
+    @dataclass(frozen=True)
+    class ModelInput(ZeroCopy):
+        input_tokens: list
+"""
+
+
+def write_package(root: Path, modules: dict[str, str]) -> str:
+    package = f"engine_{next(_names)}_{root.name}".replace("-", "_")
+    for relative, text in {"__init__.py": "", **modules}.items():
+        path = root / package / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text.format(package=package)))
+    return package
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return write_package(
+        tmp_path,
+        {
+            "models.py": MODELS,
+            "sub/__init__.py": "",
+            "sub/inputs.py": INPUTS,
+            "__main__.py": "raise SystemExit('__main__ must not be imported')",
+        },
+    )
+
+
+def test_a_package_gives_its_classes_in_module_then_definition_order(package):
+    classes = zerocopy_classes_in(package)
+    assert [(cls.__module__, cls.__qualname__) for cls in classes] == [
+        (f"{package}.models", "AttentionMetadata"),
+        (f"{package}.models", "FlashAttentionMetadata"),
+        (f"{package}.models", "FlashAttentionMetadata.LocalAttentionMetadata"),
+        (f"{package}.sub.inputs", "ModelInput"),
+    ]
+
+
+def test_a_module_gives_only_its_own_classes(package):
+    names = [cls.__qualname__ for cls in zerocopy_classes_in(f"{package}.sub.inputs")]
+    assert names == ["ModelInput"]
+
+
+def test_a_module_object_works_like_its_name(package):
+    module = importlib.import_module(f"{package}.models")
+    assert zerocopy_classes_in(module) == zerocopy_classes_in(f"{package}.models")
+
+
+def test_every_class_found_passes_the_class_helper(package):
+    for cls in zerocopy_classes_in(package):
+        metakit.testing.assert_zerocopy_class(cls)
+
+
+def test_a_module_without_such_classes_raises_lookup_error_rather_than_giving_an_empty_list():
+    with pytest.raises(LookupError, match=r"no dataclass made by ZeroCopyFields is defined in textwrap$"):
+        zerocopy_classes_in("textwrap")
+
+
+def test_a_package_without_such_classes_names_the_package(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = write_package(tmp_path, {"empty.py": "X = 1\n"})
+    with pytest.raises(LookupError, match=f"the package {package} and its submodules"):
+        zerocopy_classes_in(package)
+
+
+def test_a_wrong_name_raises_module_not_found_error():
+    with pytest.raises(ModuleNotFoundError, match="no_such_engine"):
+        zerocopy_classes_in("no_such_engine.metadata")
+
+
+def test_a_submodule_that_fails_to_import_is_not_skipped(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = write_package(tmp_path, {"models.py": INPUTS, "broken.py": "import no_such_dependency\n"})
+    with pytest.raises(ModuleNotFoundError, match="no_such_dependency"):
+        zerocopy_classes_in(package)
+
+
+def test_class_id_is_the_qualified_name(package):
+    ids = [class_id(cls) for cls in zerocopy_classes_in(package)]
+    assert ids == [
+        "AttentionMetadata",
+        "FlashAttentionMetadata",
+        "FlashAttentionMetadata.LocalAttentionMetadata",
+        "ModelInput",
+    ]
+
+
+RECIPE = """
+    import pytest
+    from metakit.testing import assert_zerocopy_class, class_id, zerocopy_classes_in
+
+    @pytest.mark.parametrize("cls", zerocopy_classes_in("{package}"), ids=class_id)
+    def test_converts_without_copying(cls):
+        assert_zerocopy_class(cls)
+"""
+
+
+BROKEN_TESTING_RECIPE = """
+    from dataclasses import dataclass
+    from metakit import ZeroCopy
+
+    @dataclass
+    class FlashInferMetadata(ZeroCopy):
+        slot_mapping: list
+        decode_wrapper: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            if skip_fields is None:
+                skip_fields = set()
+            skip_fields.add("decode_wrapper")
+            return super().asdict_zerocopy(skip_fields)
+"""
+
+
+def run_pytest(directory: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments]
+    return subprocess.run(command, cwd=directory, env=_env(), capture_output=True, text=True, timeout=120, check=False)
+
+
+def _env() -> dict[str, str]:
+    """The environment for a child Python that imports the metakit these tests import."""
+    home = str(Path(metakit.testing.__file__).parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([home, os.environ.get("PYTHONPATH", "")])}
+
+
+def test_the_recipe_gives_one_test_per_class_named_by_its_qualified_name(package, tmp_path):
+    (tmp_path / "test_recipe.py").write_text(textwrap.dedent(RECIPE.format(package=package)))
+    result = run_pytest(tmp_path, "-v", "test_recipe.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in [
+        "AttentionMetadata",
+        "FlashAttentionMetadata",
+        "FlashAttentionMetadata.LocalAttentionMetadata",
+        "ModelInput",
+    ]:
+        assert f"test_recipe.py::test_converts_without_copying[{name}] PASSED" in result.stdout
+
+
+def test_a_failure_under_pytest_q_shows_the_message_and_no_metakit_frames(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = write_package(tmp_path, {"metadata.py": BROKEN_TESTING_RECIPE})
+    (tmp_path / "test_recipe.py").write_text(textwrap.dedent(RECIPE.format(package=package)))
+    result = run_pytest(tmp_path, "-q", "test_recipe.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    output = result.stdout
+    message = (
+        "E       AssertionError: FlashInferMetadata: the override FlashInferMetadata.asdict_zerocopy:"
+        " obj.asdict_zerocopy(skip_fields=set()) changed the skip_fields it was given: it added"
+        " ['decode_wrapper']; it must leave the caller's set unchanged and change a copy"
+    )
+    assert message in output
+    assert "test_converts_without_copying[FlashInferMetadata]" in output
+    assert "metakit" + "/" not in output.replace("metakit.testing import", "")  # no frame of metakit's files
+    assert ">" + " " * 7 + "assert_zerocopy_class(cls)" in output  # the user's own line is the one shown
+
+
+def test_import_metakit_imports_neither_pytest_nor_torch():
+    code = "import sys, metakit, metakit.testing; print(sorted({'pytest', 'torch'} & set(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+NAMES = ["slot_mapping", "seq_lens", "block_tables", "is_prompt", "wrapper", "self", "skip_fields", "max_len"]
+
+
+class FieldSpec(NamedTuple):
+    name: str
+    omitted: bool
+    init: bool
+
+
+class ClassSpec(NamedTuple):
+    fields: list[FieldSpec]
+    frozen: bool
+    slots: bool
+    zerocopy: bool
+
+
+field_specs = st.lists(st.sampled_from(NAMES), unique=True, max_size=6).flatmap(
+    lambda names: st.tuples(*[st.builds(FieldSpec, st.just(n), st.booleans(), st.booleans()) for n in names])
+)
+
+
+class_specs = st.builds(ClassSpec, field_specs.map(list), st.booleans(), st.booleans(), st.booleans())
+
+
+def make(spec: ClassSpec, name: str = "Random", **methods: Any) -> type:
+    entries = [
+        (f.name, object, field(default_factory=list, init=f.init, metadata=OMIT if f.omitted else {}))
+        for f in spec.fields
+    ]
+    return make_dataclass(
+        name,
+        entries,
+        bases=(ZeroCopy,) if spec.zerocopy else (),
+        namespace=methods,
+        frozen=spec.frozen,
+        slots=spec.slots,
+        kw_only=True,
+    )
+
+
+def instance(cls: type) -> Any:
+    return cls(**{f.name: [f.name] for f in dataclasses.fields(cls) if f.init})
+
+
+@settings(max_examples=60, deadline=None)
+@given(class_specs)
+def test_both_helpers_pass_every_correct_class(spec):
+    cls = make(spec)
+    assert_zerocopy_class(cls)
+    assert_zerocopy(instance(cls))
+
+
+def reorders(self, skip_fields=None):
+    return dict(reversed(ZeroCopy.asdict_zerocopy(self, skip_fields).items()))
+
+
+def copies_the_first(self, skip_fields=None):
+    d = ZeroCopy.asdict_zerocopy(self, skip_fields)
+    if d:
+        first = next(iter(d))
+        d[first] = copy.copy(d[first])
+    return d
+
+
+def adds_a_key_testing_property(self, skip_fields=None):
+    return {**ZeroCopy.asdict_zerocopy(self, skip_fields), "attn_bias": None}
+
+
+def adds_to_the_set(self, skip_fields=None):
+    if skip_fields is not None:
+        skip_fields.add(dataclasses.fields(self)[0].name)
+    return ZeroCopy.asdict_zerocopy(self, skip_fields)
+
+
+DEFECTS = {
+    reorders: "the order differs",
+    copies_the_first: "is not the object the instance holds",
+    adds_a_key_testing_property: "unexpected ['attn_bias']",
+    adds_to_the_set: "changed the skip_fields it was given",
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(class_specs.filter(lambda spec: sum(not f.omitted for f in spec.fields) >= 2), st.sampled_from(list(DEFECTS)))
+def test_a_defect_in_an_override_of_any_class_is_reported_as_the_overrides(spec, defect):
+    # ZeroCopy.asdict_zerocopy is the generated code of the instance's own
+    # class, as super() reaches it.
+    cls = make(spec._replace(zerocopy=True), name="Broken", asdict_zerocopy=defect)
+    for check, subject in ((assert_zerocopy_class, cls), (assert_zerocopy, instance(cls))):
+        try:
+            check(subject)
+        except AssertionError as error:
+            message = str(error)
+        else:
+            raise AssertionError(f"{check.__name__} passed {defect.__name__} on {spec}")
+        assert message.startswith("Broken: the override Broken.asdict_zerocopy: obj.asdict_zerocopy("), message
+        assert DEFECTS[defect] in message, message
