@@ -57,6 +57,10 @@ class _Spec(NamedTuple):
     """``explain(value, path)``: the first mismatch in *value*, or ``None``."""
     kinds: frozenset[type] = frozenset()
     """For a check of plain types alone: the exact types it accepts, so that a list is checked in C."""
+    passing: frozenset[type] = frozenset()
+    """Types whose values always pass, by their type alone: what generated code tests inline (may be empty)."""
+    lists: frozenset[type] = frozenset()
+    """Item types such that a ``list`` whose items all have one of them passes (empty: no such rule)."""
 
 
 class _Mismatch(NamedTuple):
@@ -69,11 +73,13 @@ def _type_name(value: object) -> str:
     return type(value).__qualname__
 
 
-def _leaf(name: str, check: Check, kinds: frozenset[type] = frozenset()) -> _Spec:
+def _leaf(
+    name: str, check: Check, kinds: frozenset[type] = frozenset(), passing: frozenset[type] = frozenset()
+) -> _Spec:
     def explain(value: object, path: str) -> _Mismatch | None:
         return None if check(value) else _Mismatch(name, path, value)
 
-    return _Spec(check, name, explain, kinds)
+    return _Spec(check, name, explain, kinds, passing or kinds)
 
 
 def _exact(name: str, *kinds: type) -> _Spec:
@@ -92,7 +98,9 @@ _SCALARS: Final = {
     type(None): _exact("None", type(None)),
     torch.dtype: _exact("torch.dtype", torch.dtype),
     torch.device: _exact("torch.device", torch.device),
-    torch.Tensor: _leaf("torch.Tensor", lambda value: isinstance(value, torch.Tensor)),
+    torch.Tensor: _leaf(
+        "torch.Tensor", lambda value: isinstance(value, torch.Tensor), passing=frozenset({torch.Tensor})
+    ),
 }
 
 _ANY_SPEC: Final = _Spec(ANYTHING, "any", lambda value, path: None)
@@ -132,7 +140,16 @@ def _union(options: list[_Spec]) -> _Spec:
         return _Mismatch(name, path, value)
 
     kinds: frozenset[type] = frozenset().union(*(option.kinds for option in options))
-    return _Spec(check, name, explain, kinds if all(option.kinds for option in options) else frozenset())
+    passing: frozenset[type] = frozenset().union(*(option.passing for option in options))
+    lists = [option.lists for option in options if option.lists]
+    return _Spec(
+        check,
+        name,
+        explain,
+        kinds if all(option.kinds for option in options) else frozenset(),
+        passing,
+        lists[0] if len(lists) == 1 else frozenset(),  # two list options would each take only their own items
+    )
 
 
 def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
@@ -155,7 +172,7 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
                 return found
         return None
 
-    return _Spec(check, name, explain)
+    return _Spec(check, name, explain, lists=kinds if list in container else frozenset())
 
 
 def _fixed_tuple(items: list[_Spec], name: str) -> _Spec:
@@ -381,6 +398,14 @@ class FieldChecks(NamedTuple):
 
     checks: dict[str, Check]
     specs: dict[str, _Spec]
+
+    def passing(self, name: str) -> frozenset[type]:
+        """The types whose values pass the field *name*'s check by their type alone (perhaps none)."""
+        return self.specs[name].passing
+
+    def lists(self, name: str) -> frozenset[type]:
+        """The item types that make a ``list`` pass the field *name*'s check (perhaps none)."""
+        return self.specs[name].lists
 
 
 def field_checks(cls: type) -> FieldChecks:

@@ -377,16 +377,17 @@ def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None, allow_p
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
         outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle=allow_pickle)
         total = _aligned(_PREFIX.size + len(outgoing.header)) + sum(outgoing.pool_nbytes)
-        total += sum(own.span.numel() for own in outgoing.own)
+        total += sum(own.nbytes for own in outgoing.own)
         if total > max_bytes:
             raise ValueError(
                 f"broadcast_metadata(): the record takes {total} bytes, over max_bytes={max_bytes}, "
                 "which every rank must be given the same"
             )
         # A tensor on another device than its lane's is copied there (a GPU tensor over gloo alone).
+        spans = [(own.span(), own.lane) for own in outgoing.own]
         own = [
             (span if span.device == route.lane_devices[lane] else span.to(route.lane_devices[lane]), lane)
-            for span, lane in outgoing.own
+            for span, lane in spans
         ]
     except Exception as error:
         text = f"{type(error).__name__}: {error}".encode(errors="replace")[:_ERROR_TEXT]

@@ -87,13 +87,16 @@ from typing import Any, Final, NamedTuple, NoReturn, cast
 import msgspec
 import torch
 
+from metakit._codegen import holds_generated
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
+from metakit._wire_plan import Plan, make_plan, plain_names
+from metakit._wire_plan import Refused as _Refused
 from metakit._wire_types import FieldChecks, field_checks, mismatch
 
 __all__ = ["FORMAT", "Packed", "WireError", "buffer_count", "pack", "unpack"]
 
-FORMAT: Final = 3
+FORMAT: Final = 4
 """The version of the format; bumped whenever what a header says changes."""
 
 _MAGIC: Final = b"MKW"
@@ -172,6 +175,8 @@ _TENSOR_DTYPES: Final[dict[int, torch.dtype]] = {
     code: getattr(torch, name) for code, name in enumerate(_TENSOR_DTYPE_NAMES) if hasattr(torch, name)
 }
 _TENSOR_DTYPE_CODES: Final = {dtype: code for code, dtype in _TENSOR_DTYPES.items()}
+_ITEMSIZES: Final = [dtype.itemsize if dtype is not None else 0 for dtype in map(_TENSOR_DTYPES.get, range(256))]
+"""The item size of each dtype code's dtype (0 for an unknown code)."""
 
 _DTYPES: Final = {str(value)[6:]: value for value in vars(torch).values() if isinstance(value, torch.dtype)}
 """Every ``torch.dtype`` value by its name (``"float32"``), read once from torch: a dtype *value* travels by name."""
@@ -204,27 +209,41 @@ _SAME: Final = 2
 _REQUIRES_GRAD: Final = 1
 _WIDE: Final = 2
 """The offset, sizes and strides are ``u64``, not ``u32``: a spec is as short as its numbers allow."""
+_STRIDES: Final = 4
+"""The strides follow the sizes; without this flag the tensor is contiguous (row-major) and they are left out."""
 _DEVICE_SHIFT: Final = 4
-_KNOWN_FLAGS: Final = _REQUIRES_GRAD | _WIDE | 0xF0
+_KNOWN_FLAGS: Final = _REQUIRES_GRAD | _WIDE | _STRIDES | 0xF0
+_LAYOUT: Final = _WIDE | _STRIDES
 
 _MAX_DIMS: Final = 64
-_SPECS: Final = (
-    [struct.Struct(f"<BBBBII{2 * ndim}I") for ndim in range(_MAX_DIMS + 1)],
-    [struct.Struct(f"<BBBBIQ{2 * ndim}Q") for ndim in range(_MAX_DIMS + 1)],
-)
-"""A tensor's whole spec, narrow and wide, for each number of dimensions: dtype code, flags, ndim,
-kind, reference (``u32``), offset, then the sizes and the strides."""
+_SPECS: Final = {
+    flags: [
+        struct.Struct(
+            f"<BBBBI{'Q' if flags & _WIDE else 'I'}{(2 if flags & _STRIDES else 1) * ndim}{'Q' if flags & _WIDE else 'I'}"
+        )
+        for ndim in range(_MAX_DIMS + 1)
+    ]
+    for flags in (0, _WIDE, _STRIDES, _WIDE | _STRIDES)
+}
+"""A tensor's whole spec, by its flags of layout (wide, with strides) and its number of dimensions:
+dtype code, flags, ndim, kind, reference (``u32``), offset, then the sizes and the strides, if any."""
 
 
 def _spec(  # noqa: PLR0917  # a spec's fields, in its order
-    code: int, flags: int, kind: int, reference: int, offset: int, shape: Sequence[int], strides: Sequence[int]
+    code: int, flags: int, kind: int, reference: int, offset: int, shape: Sequence[int], strides: Sequence[int] | None
 ) -> msgspec.msgpack.Ext:
-    """A tensor's spec as the extension that stands for it in a header."""
+    """A tensor's spec as the extension that stands for it in a header; *strides* ``None`` for a contiguous one."""
     ndim = len(shape)
+    if strides is None:
+        numbers: Sequence[int] = shape
+    else:
+        flags |= _STRIDES
+        numbers = (*shape, *strides)
     try:
-        return _Ext(_TENSOR, _SPECS[0][ndim].pack(code, flags, ndim, kind, reference, offset, *shape, *strides))
+        return _Ext(_TENSOR, _SPECS[flags & _STRIDES][ndim].pack(code, flags, ndim, kind, reference, offset, *numbers))
     except struct.error:  # a number of 4 GiB or more
-        return _Ext(_TENSOR, _SPECS[1][ndim].pack(code, flags | _WIDE, ndim, kind, reference, offset, *shape, *strides))
+        flags |= _WIDE
+        return _Ext(_TENSOR, _SPECS[flags & _LAYOUT][ndim].pack(code, flags, ndim, kind, reference, offset, *numbers))
 
 
 _MAX_SIZE: Final = 1 << 62
@@ -241,6 +260,9 @@ _encoder: Final = msgspec.msgpack.Encoder()
 _Ext: Final = msgspec.msgpack.Ext
 _STRIDED: Final = torch.strided
 _Tensor: Final = torch.Tensor
+_frombuffer: Final = torch.frombuffer
+_tuple_new: Final = tuple.__new__
+_BYTES: Final = frozenset({memoryview, bytearray})
 
 
 class WireError(RuntimeError):
@@ -277,6 +299,7 @@ class _Codec:
 
     __slots__ = (
         "_checks",
+        "_plan",
         "default_names",
         "digest",
         "fields",
@@ -304,11 +327,30 @@ class _Codec:
             p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         )
         self._checks: FieldChecks | None = None
+        self._plan: Plan | None | bool = False
+        """The generated functions (made when a record first travels); ``None`` where the class cannot have them."""
 
     def checks(self, cls: type) -> FieldChecks:
         if self._checks is None:
             self._checks = field_checks(cls)
         return self._checks
+
+    def plan(self, cls: type) -> Plan | None:
+        """The class's generated encoding and building, made the first time it is asked for."""
+        if self._plan is False:
+            self._plan = self._make_plan(cls)
+        return self._plan  # type: ignore[return-value]
+
+    def _make_plan(self, cls: type) -> Plan | None:
+        names = self.default_names
+        if not plain_names(names):
+            return None
+        asdict = vars(cls).get("asdict_zerocopy")
+        # What a record sends is what its own asdict_zerocopy() returns: the
+        # generated one returns the fields that are not OMIT, read as attributes.
+        encodes = holds_generated(vars(cls), asdict) and _custom_getstate(cls) is None and self.required.issubset(names)
+        getstate = getattr(cls, "__getstate__", None)
+        return make_plan(cls.__qualname__, names, self.checks(cls), encodes, self.later, asdict, getstate)
 
 
 if sys.version_info >= (3, 14):
@@ -420,8 +462,8 @@ class Placement(NamedTuple):
     tensor: torch.Tensor
     offset: int
     nbytes: int
-    strides: tuple[int, ...]
-    """The strides it arrives with: its own if dense, else contiguous ones."""
+    strides: tuple[int, ...] | None
+    """The strides it arrives with: its own if dense, ``None`` for contiguous ones."""
     raw: bool
     """Whether its bytes can be moved as they lie in memory (a dense CPU tensor with no lazy bits)."""
 
@@ -429,9 +471,16 @@ class Placement(NamedTuple):
 class OwnBuffer(NamedTuple):
     """A large tensor that travels as a buffer of its own."""
 
-    span: torch.Tensor
-    """Its bytes, as a flat ``uint8`` tensor: a view of its memory where it is dense."""
+    tensor: torch.Tensor
+    """The tensor, or a contiguous copy of its values where it is not dense."""
+    nbytes: int
     lane: int
+    raw: bool
+    """Whether its bytes lie in CPU memory from its ``data_ptr()`` on, as they are (contiguous, no lazy bits)."""
+
+    def span(self) -> torch.Tensor:
+        """Its bytes, as a flat ``uint8`` tensor: a view of its memory."""
+        return _span(self.tensor)
 
 
 class Outgoing(NamedTuple):
@@ -443,10 +492,6 @@ class Outgoing(NamedTuple):
     pool_nbytes: list[int]
     own: list[OwnBuffer]
     """The large tensors: buffers ``len(pools)`` on."""
-
-
-class _Refused(TypeError):
-    """A value that cannot travel; the message says what it is, the caller adds which field."""
 
 
 def pack_outgoing(
@@ -465,22 +510,32 @@ def pack_outgoing(
     """
     cls = _check_record(obj, caller)
     packer = _Packer(lanes, allow_pickle, own_buffer)
-    body = packer.record(obj, cls, skip_fields)
-    table = [BufferSpec(nbytes, lane) for lane, nbytes in enumerate(packer.pool_nbytes)]
-    table += [BufferSpec(own.span.numel(), own.lane) for own in packer.own]
-    return Outgoing(_table_bytes(table) + _encoder.encode(body), packer.pools, packer.pool_nbytes, packer.own)
+    try:
+        body = _encoder.encode(packer.record(obj, cls, skip_fields))
+    except OverflowError:
+        # An int beyond 64 bits: the general way says which field holds it.
+        _Packer(lanes, allow_pickle, own_buffer, strict=True).record(obj, cls, skip_fields)
+        raise
+    sizes = [*packer.pool_nbytes, *(own.nbytes for own in packer.own)]
+    lanes_used = [*range(len(packer.pool_nbytes)), *(own.lane for own in packer.own)]
+    return Outgoing(_table_bytes(sizes, lanes_used) + body, packer.pools, packer.pool_nbytes, packer.own)
 
 
-def _table_bytes(table: Sequence[BufferSpec]) -> bytes:
-    count = len(table)
-    sizes, lanes = zip(*table, strict=True) if table else ((), ())
-    return _TABLE_HEAD.pack(_MAGIC, FORMAT, count) + _table_struct(count).pack(*sizes, *lanes)
+def _table_bytes(sizes: Sequence[int], lanes: Sequence[int]) -> bytes:
+    """The start of a header: magic, format, the buffer count, then the buffer table."""
+    table = _TABLES.get(len(sizes))
+    if table is None:
+        table = _table_struct(len(sizes))
+    return table.pack(_MAGIC, FORMAT, len(sizes), *sizes, *lanes)
 
 
-@functools.lru_cache(maxsize=64)
 def _table_struct(count: int) -> struct.Struct:
-    """The buffer table of *count* buffers: their sizes, then their lanes."""
-    return struct.Struct(f"<{count}Q{count}B")
+    """The start of a header with *count* buffers (``_TABLE_HEAD``), then their sizes, then their lanes."""
+    return struct.Struct(f"{_TABLE_HEAD.format}{count}Q{count}B")
+
+
+_TABLES: Final = {count: _table_struct(count) for count in range(8)}
+"""The usual tables' structs, made once."""
 
 
 _PLAIN: Final = frozenset({int, float, str, bytes, bool, type(None)})
@@ -495,47 +550,62 @@ _INTS: Final = frozenset({int, bool})
 class _Packer:
     """Turns one record into msgpack-ready values, placing its tensors' bytes in buffers as it goes."""
 
-    def __init__(self, lanes: Mapping[str, int], allow_pickle: bool, own_buffer: int) -> None:
+    def __init__(self, lanes: Mapping[str, int], allow_pickle: bool, own_buffer: int, *, strict: bool = False) -> None:
+        self.strict = strict
+        """Whether to check every int's range in Python, to name the field of one that msgspec refused."""
         self.lanes = lanes
         self.own_buffer = own_buffer
         self.allow_pickle = allow_pickle
         self.pools: list[list[Placement]] = [[], []] if lanes else [[]]
         self.pool_nbytes = [0, 0] if lanes else [0]
         self.own: list[OwnBuffer] = []
-        self.sent: dict[int, tuple[int, torch.Tensor]] = {}
-        """The tensors sent so far, by ``id``: their number, and the tensor itself, to keep its ``id`` taken.
-
-        Its length is the number of the next tensor: a tensor sent again takes
-        a number too, under a negative key that no ``id`` can be.
-        """
+        self.tensors: list[torch.Tensor] = []
+        """The tensors sent so far, in order (a tensor sent again too): their numbers, and their ``id``s kept taken."""
+        self.sent: dict[int, int] = {}
+        """The number of each tensor object sent, by ``id``."""
         self.depth = 0
         """How many containers and records the value being written lies in."""
         self.records: dict[int, tuple[int, object]] = {}
         """The records inside field values sent so far, by ``id``: their number, and the record."""
-        self.regions: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+        self.regions: dict[object, list[tuple[int, int, int]]] = {}
         """The dense tensors whose bytes travel as they lie, by storage: their address, size and number."""
 
     def record(self, obj: object, cls: type, skip_fields: Iterable[str] | None) -> list[Any]:
         """The body of one record: ``[class, digest, names, values]``."""
         codec = _codec(cls)
+        plan = codec.plan(cls)
+        if (
+            plan is not None
+            and plan.encode is not None
+            and not self.strict
+            and skip_fields is None
+            and cls.asdict_zerocopy is plan.asdict  # type: ignore[attr-defined]
+            and getattr(cls, "__getstate__", None) is plan.getstate
+        ):
+            return [codec.name, codec.digest, None, plan.encode(obj, self)]
         chosen = _travelling(obj, cls, codec, skip_fields)
-        checks = codec.checks(cls).checks
-        values: list[Any] = []
-        append = values.append
-        for name, value in chosen.items():
-            if not checks[name](value):
-                raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
-            kind = type(value)
-            if kind in _PLAIN and (kind is not int or _MIN_INT <= value <= _MAX_INT):
-                append(value)
-                continue
-            try:
-                append(self.tensor(value) if kind is _Tensor else self.value(value))
-            except _Refused as error:
-                raise TypeError(f"field {name!r} of {cls.__qualname__} cannot be sent ($.{name}): {error}") from None
+        values = [self.field(obj, name, value) for name, value in chosen.items()]
         if len(chosen) == len(codec.default_names) and tuple(chosen) == codec.default_names:
             return [codec.name, codec.digest, None, values]
         return [codec.name, codec.digest, [codec.position[name] for name in chosen], values]
+
+    def field(self, obj: object, name: str, value: object) -> Any:
+        """The value of the field *name* of *obj* as it travels, checked against the field's annotation."""
+        kind = type(value)
+        cls = type(obj)
+        codec = _codec(cls)
+        if not codec.checks(cls).checks[name](value):
+            raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
+        if kind in _PLAIN and (kind is not int or _MIN_INT <= value <= _MAX_INT):  # type: ignore[operator]
+            return value
+        try:
+            return self.tensor(value) if kind is _Tensor else self.value(value)  # type: ignore[arg-type]
+        except _Refused as error:
+            self.refused(obj, name, error)
+
+    @staticmethod
+    def refused(obj: object, name: str, error: _Refused) -> NoReturn:
+        raise TypeError(f"field {name!r} of {type(obj).__qualname__} cannot be sent ($.{name}): {error}") from None
 
     def value(self, value: object) -> Any:  # noqa: PLR0911  # one return per kind of value
         kind = type(value)
@@ -607,36 +677,37 @@ class _Packer:
 
     def tensor(self, tensor: torch.Tensor) -> msgspec.msgpack.Ext:
         """The spec of *tensor*; its bytes are placed in a buffer, unless it is a view of bytes placed before."""
-        index = len(self.sent)
-        sent = self.sent.setdefault(id(tensor), (index, tensor))
-        if sent[0] != index:
-            self.sent[-index - 1] = sent  # a placeholder, so that the next tensor gets the next number
-            return _spec(0, 0, _SAME, sent[0], 0, (), ())
-        dtype = tensor.dtype
-        code = _TENSOR_DTYPE_CODES.get(dtype)
-        device = "cuda" if tensor.is_cuda else "cpu" if tensor.is_cpu else tensor.device.type
+        index = len(self.tensors)
+        self.tensors.append(tensor)
+        first = self.sent.setdefault(id(tensor), index)
+        if first != index:
+            return _spec(0, 0, _SAME, first, 0, (), None)
+        code = _TENSOR_DTYPE_CODES.get(tensor.dtype)
+        device = "cpu" if tensor.is_cpu else "cuda" if tensor.is_cuda else tensor.device.type
         if code is None or tensor.layout is not _STRIDED or tensor.is_nested or device not in _DEVICE_CODES:
             _refuse(tensor)
         shape = tensor.shape
-        strides = tensor.stride()
+        contiguous = tensor.is_contiguous()
+        strides = None if contiguous else tensor.stride()
         nbytes = tensor.nbytes
         flags = _DEVICE_CODES[device] << _DEVICE_SHIFT | tensor.requires_grad
         if not nbytes:
             return _spec(code, flags, _NEW, 0, 0, shape, strides)
         address = tensor.data_ptr()
-        itemsize = dtype.itemsize
-        storage = (device, address - int(tensor.storage_offset()) * itemsize)
+        itemsize = _ITEMSIZES[code]
+        start = address - tensor.storage_offset() * itemsize
+        storage = start if device == "cpu" else (device, start)  # where its storage starts, on its kind of device
         exact = not tensor.is_conj() and not tensor.is_neg()
         regions = self.regions.get(storage)
-        if regions is not None and exact and _no_overlap(shape, strides):
-            view = self.view(regions, address, shape, strides, itemsize)
+        if regions is not None and exact:
+            view = self.view(regions, address, shape, strides or tensor.stride(), itemsize)
             if view is not None:
                 start, offset = view
                 return _spec(code, flags, _VIEW, start, offset, shape, strides)
-        dense = tensor.is_contiguous() or _is_dense(shape, strides)
+        dense = contiguous or _is_dense(shape, strides)  # type: ignore[arg-type]
         lane = self.lanes.get(device, 0) if self.lanes else 0
         if not dense:
-            strides = _contiguous_strides(shape)
+            strides = None  # it arrives contiguous
         elif exact:
             # Its bytes travel as they lie in memory: a later view of them can point into them.
             if regions is None:
@@ -645,11 +716,14 @@ class _Packer:
                 regions.append((address, nbytes, index))
         if nbytes >= self.own_buffer:
             buffer, offset = len(self.pools) + len(self.own), 0
-            self.own.append(OwnBuffer(_span(tensor) if dense else _span(_plain(tensor).contiguous()), lane))
+            raw = contiguous and exact and device == "cpu"
+            source = tensor if dense else _plain(tensor).contiguous()
+            self.own.append(_tuple_new(OwnBuffer, (source, nbytes, lane, raw)))
         else:
             buffer = lane
             offset = self.pool_nbytes[lane]
-            self.pools[lane].append(Placement(tensor, offset, nbytes, strides, dense and exact and device == "cpu"))
+            raw = dense and exact and device == "cpu"
+            self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, strides, raw)))
             self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
         return _spec(code, flags, _NEW, buffer, offset, shape, strides)
 
@@ -658,6 +732,8 @@ class _Packer:
         regions: list[tuple[int, int, int]], address: int, shape: torch.Size, strides: tuple[int, ...], itemsize: int
     ) -> tuple[int, int] | None:
         """The tensor whose bytes, sent before, hold those of a view, and the view's offset in them; or ``None``."""
+        if not _no_overlap(shape, strides):
+            return None
         extent = _extent(shape, strides, itemsize)
         for start, nbytes, index in regions:
             offset = address - start
@@ -754,22 +830,32 @@ def fill(buffer: torch.Tensor, placements: Iterable[Placement]) -> None:
     A dense CPU tensor into a CPU buffer is one ``memmove`` of its bytes, with
     no torch dispatch; anything else is a torch copy.
     """
-    host = buffer.device.type == "cpu"
-    base = buffer.data_ptr()
+    if buffer.device.type == "cpu":
+        placements = _move_raw(buffer.data_ptr(), placements)
     for placement in placements:
-        if host and placement.raw:
-            ctypes.memmove(base + placement.offset, placement.tensor.data_ptr(), placement.nbytes)
-            continue
         source = _plain(placement.tensor)
         typed = buffer.view(source.dtype)
         target = typed.as_strided(
-            tuple(source.shape), placement.strides, typed.storage_offset() + placement.offset // source.element_size()
+            tuple(source.shape),
+            placement.strides or _contiguous_strides(source.shape),
+            typed.storage_offset() + placement.offset // source.element_size(),
         )
         carrier = _CARRIERS.get(source.element_size())
         if carrier is None:  # complex128: 16 bytes, and a copy kernel of its own
             target.copy_(source)
         else:
             target.view(carrier).copy_(source.view(carrier))
+
+
+def _move_raw(base: int, placements: Iterable[Placement]) -> list[Placement]:
+    """Move the raw placements' bytes into the CPU memory at *base*; return the others."""
+    others = []
+    for placement in placements:
+        if placement.raw:
+            ctypes.memmove(base + placement.offset, placement.tensor.data_ptr(), placement.nbytes)
+        else:
+            others.append(placement)
+    return others
 
 
 def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle: bool = False) -> Packed:
@@ -793,16 +879,20 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     (placements,) = outgoing.pools
     (nbytes,) = outgoing.pool_nbytes
     shared = bytearray(nbytes)
-    if nbytes:
-        fill(torch.frombuffer(shared, dtype=torch.uint8), placements)
-    own = [_memoryview(own.span if own.span.device.type == "cpu" else own.span.cpu()) for own in outgoing.own]
+    others = _move_raw(ctypes.addressof(ctypes.c_char.from_buffer(shared)), placements) if nbytes else []
+    if others:
+        fill(torch.frombuffer(shared, dtype=torch.uint8), others)
+    own = [
+        _memoryview(own.tensor, own.nbytes) if own.raw else _memoryview(own.span().cpu(), own.nbytes)
+        for own in outgoing.own
+    ]
     return Packed(outgoing.header, [memoryview(shared), *own])
 
 
-def _memoryview(span: torch.Tensor) -> memoryview:
-    """The bytes of the contiguous CPU ``uint8`` tensor *span*, keeping it alive."""
-    array = (ctypes.c_char * span.numel()).from_address(span.data_ptr())
-    array.owner = span  # type: ignore[attr-defined]  # ctypes instances take attributes: the view's life is the tensor's
+def _memoryview(tensor: torch.Tensor, nbytes: int) -> memoryview:
+    """The *nbytes* bytes of CPU memory from *tensor*'s ``data_ptr()`` on, keeping *tensor* alive."""
+    array = (ctypes.c_char * nbytes).from_address(tensor.data_ptr())
+    array.owner = tensor  # type: ignore[attr-defined]  # ctypes instances take attributes: the view's life is the tensor's
     return memoryview(array).cast("B")
 
 
@@ -821,7 +911,8 @@ def buffer_table(header: bytes | bytearray | memoryview, most: int | None = None
     count = buffer_count(header)
     if most is not None and count > most:
         raise WireError(f"the header lists {count} buffers, more than the {most} that can be given here")
-    values = _table_struct(count).unpack_from(header, _TABLE_HEAD.size)
+    table = _TABLES.get(count) or _table_struct(count)
+    values = table.unpack_from(header)[3:]
     sizes, lanes = values[:count], values[count:]
     if any(lane > 1 for lane in lanes) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
         raise WireError("the header's buffer table lists a lane other than 0 and 1, or a small buffer of its own")
@@ -877,11 +968,10 @@ def unpack(
     if len(buffers) != count:
         raise WireError(f"the header lists {count} buffers, but {len(buffers)} were given")
     table = buffer_table(header, count)
-    tensors = [_as_tensor(index, buffer) for index, buffer in enumerate(buffers)]
-    for index, (tensor, spec) in enumerate(zip(tensors, table, strict=True)):
-        if tensor.numel() != spec.nbytes:
-            raise WireError(f"buffer {index} holds {tensor.numel()} bytes, but the header says {spec.nbytes}")
-    return unpack_tensors(header, tensors, allowed)
+    sources = [
+        _source(index, buffer, spec.nbytes) for index, (buffer, spec) in enumerate(zip(buffers, table, strict=True))
+    ]
+    return unpack_tensors(header, sources, allowed)
 
 
 def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
@@ -895,24 +985,33 @@ def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
     return frozenset(allow_pickle)
 
 
-def _as_tensor(index: int, buffer: Any) -> torch.Tensor:
+Source = torch.Tensor | memoryview | bytearray
+"""A buffer as the receiver reads it: a 1-D ``uint8`` tensor, or writable bytes."""
+
+
+def _source(index: int, buffer: Any, nbytes: int) -> Source:
+    """*buffer* as a ``uint8`` tensor or writable bytes, checked to hold the *nbytes* the header says."""
     if isinstance(buffer, torch.Tensor):
         if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not buffer.is_contiguous():
             raise WireError(f"buffer {index} is a tensor, but not a contiguous 1-D uint8 tensor")
-        return buffer
-    try:
-        view = memoryview(buffer).cast("B")
-    except TypeError as error:
-        raise WireError(f"buffer {index} is not a bytes-like object or a uint8 tensor: {error}") from None
-    if not view.nbytes:
-        return torch.empty(0, dtype=torch.uint8)
-    return torch.frombuffer(view if not view.readonly else bytearray(view), dtype=torch.uint8)
+        size = buffer.numel()
+        source: Source = buffer
+    else:
+        try:
+            view = memoryview(buffer).cast("B")
+        except TypeError as error:
+            raise WireError(f"buffer {index} is not a bytes-like object or a uint8 tensor: {error}") from None
+        size = view.nbytes
+        source = bytearray(view) if view.readonly else view
+    if size != nbytes:
+        raise WireError(f"buffer {index} holds {size} bytes, but the header says {nbytes}")
+    return source
 
 
 def unpack_tensors(
-    header: bytes | bytearray | memoryview, buffers: Sequence[torch.Tensor], allow_pickle: AllowPickle = False
+    header: bytes | bytearray | memoryview, buffers: Sequence[Source], allow_pickle: AllowPickle = False
 ) -> object:
-    """``unpack`` for buffers that are already ``uint8`` tensors, checked against the table."""
+    """``unpack`` for buffers already checked against the table: ``uint8`` tensors, or writable bytes."""
     allow_pickle = allowed_globals(allow_pickle)
     _, version, count = _TABLE_HEAD.unpack_from(header)
     if version != FORMAT:
@@ -946,16 +1045,18 @@ _decoder: Final = msgspec.msgpack.Decoder(ext_hook=_extension)
 class _Reader:
     """Reads one header: msgpack into plain values, each tensor a checked view of the buffer it lies in."""
 
-    def __init__(self, buffers: Sequence[torch.Tensor], allow_pickle: AllowPickle) -> None:
-        self.buffers = buffers
-        self.sizes = [buffer.numel() for buffer in buffers]
+    def __init__(self, sources: Sequence[Source], allow_pickle: AllowPickle) -> None:
+        self.sources = sources
+        self.sizes = [source.numel() if isinstance(source, _Tensor) else len(source) for source in sources]
+        self.buffers: dict[int, torch.Tensor] = {}
+        """The buffers read as ``uint8`` tensors, made when a tensor first needs one."""
         self.allow_pickle = allow_pickle
         self.tensors: list[torch.Tensor] = []
         self.regions: dict[int, tuple[int, int, int, str]] = {}
         self.records: list[object] = []
         """The records inside field values, in the order they were rebuilt."""
         """The tensors that sent bytes of their own, by number: their buffer, offset, size and device."""
-        self.ends = [0] * len(buffers)
+        self.ends = [0] * len(sources)
         """Where the bytes of the last tensor placed in each buffer end: the next one starts there or later."""
         self.typed: dict[tuple[int, str, torch.dtype], tuple[torch.Tensor, int]] = {}
         """Each buffer as elements of each dtype, on each kind of device, and its storage offset in them."""
@@ -1010,36 +1111,61 @@ class _Reader:
         except Exception as error:
             raise WireError(f"a pickled value cannot be read: {type(error).__name__}: {error}") from None
 
-    def tensor(self, data: memoryview) -> torch.Tensor:
+    def tensor(self, data: memoryview) -> torch.Tensor:  # noqa: PLR0912  # one check per rule of a spec
         index = len(self.tensors)
         ndim = data[2] if len(data) > 2 else -1
-        specs = _SPECS[data[1] & _WIDE and 1] if ndim >= 0 else _SPECS[0]
-        if not 0 <= ndim <= _MAX_DIMS or len(data) != specs[ndim].size:
+        if not 0 <= ndim <= _MAX_DIMS or len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
             raise WireError(f"tensor {index}'s spec is not {ndim} dimensions long")
-        spec = specs[ndim].unpack_from(data)
+        spec = _SPECS[data[1] & _LAYOUT][ndim].unpack(data)
         code, flags, _, kind, reference, offset = spec[:6]
+        shape = spec[6 : 6 + ndim]
+        itemsize = _ITEMSIZES[code]
+        numel = shape[0] if ndim == 1 else math.prod(shape)
+        nbytes = numel * itemsize
+        if (
+            kind == _NEW
+            and flags <= _REQUIRES_GRAD  # on the CPU, contiguous, narrow: no number reaches 2**62
+            and nbytes
+            and reference < len(self.sizes)
+            and self.ends[reference] <= offset
+            and not offset % itemsize
+            and offset + nbytes <= self.sizes[reference]
+            and type(self.sources[reference]) in _BYTES
+        ):
+            # The usual tensor: contiguous, after the one before it, inside bytes given on the CPU.
+            dtype = _TENSOR_DTYPES[code]
+            tensor = _frombuffer(self.sources[reference], dtype=dtype, count=numel, offset=offset)
+            if tensor.data_ptr() % itemsize:
+                raise WireError(f"buffer {reference} does not start at an address that is a multiple of {itemsize}")
+            if ndim != 1:
+                tensor = tensor.view(shape)
+            if flags:
+                _require_grad(index, tensor)
+            self.ends[reference] = offset + nbytes
+            self.regions[index] = (reference, offset, nbytes, "cpu")
+            self.tensors.append(tensor)
+            return tensor
         if kind == _SAME:
             return self.same(index, reference, spec)
-        shape, strides = spec[6 : 6 + ndim], spec[6 + ndim :]
+        strides = spec[6 + ndim :] if flags & _STRIDES else None
         dtype = _TENSOR_DTYPES.get(code)
         if dtype is None or flags & ~_KNOWN_FLAGS or flags >> _DEVICE_SHIFT >= len(_DEVICE_KINDS):
             raise WireError(f"tensor {index} has a dtype code ({code}) or flags ({flags}) that are not in the tables")
         device = _DEVICE_KINDS[flags >> _DEVICE_SHIFT]
-        itemsize = dtype.itemsize
-        nbytes = math.prod(shape) * itemsize
         if max(spec) >= _MAX_SIZE:
             raise WireError(f"tensor {index} has a size, stride or offset out of range: {spec[5:]}")
         if not nbytes:
-            return self.empty(index, device, dtype, shape, strides, flags)
+            return self.empty(index, device, dtype, shape, strides or _contiguous_strides(shape), flags)
         if kind == _NEW:
             buffer = reference
-            if buffer >= len(self.buffers) or offset < self.ends[buffer]:
+            if buffer >= len(self.sizes) or offset < self.ends[buffer]:
                 raise WireError(f"tensor {index} lies in buffer {buffer}, not after the tensors before it there")
-            if not _dense(shape, strides):
+            if strides is not None and not _dense(shape, strides):
                 raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
             end = self.ends[buffer] = offset + nbytes
             self.regions[index] = (buffer, offset, nbytes, device)
         else:
+            strides = strides or _contiguous_strides(shape)
             buffer, offset, end = self.view_of(index, kind, reference, offset, device, shape, strides, itemsize)
         if offset % itemsize or end > self.sizes[buffer]:
             raise WireError(
@@ -1049,11 +1175,25 @@ class _Reader:
         typed = self.typed.get((buffer, device, dtype))
         if typed is None:
             typed = self._typed(buffer, device, dtype)
-        tensor = typed[0].as_strided(shape, strides, typed[1] + offset // itemsize)
+        tensor = typed[0].as_strided(shape, strides or _contiguous_strides(shape), typed[1] + offset // itemsize)
         if flags & _REQUIRES_GRAD:
             _require_grad(index, tensor)
         self.tensors.append(tensor)
         return tensor
+
+    def buffer(self, index: int) -> torch.Tensor:
+        """Buffer *index* as a ``uint8`` tensor."""
+        buffer = self.buffers.get(index)
+        if buffer is None:
+            source = self.sources[index]
+            if isinstance(source, _Tensor):
+                buffer = source
+            elif len(source):
+                buffer = torch.frombuffer(source, dtype=torch.uint8)
+            else:  # torch.frombuffer refuses an empty buffer
+                buffer = torch.empty(0, dtype=torch.uint8)
+            self.buffers[index] = buffer
+        return buffer
 
     def same(self, index: int, reference: int, spec: tuple[int, ...]) -> torch.Tensor:
         """The tensor *reference* again: a tensor object that was sent twice."""
@@ -1100,7 +1240,7 @@ class _Reader:
 
     def _typed(self, index: int, device: str, dtype: torch.dtype) -> tuple[torch.Tensor, int]:
         """Buffer *index* as *dtype* elements on this process's current *device*: moved there once, if it must be."""
-        buffer = self.buffers[index]
+        buffer = self.buffer(index)
         if buffer.device.type != device:
             moved = self.typed.get((index, device, torch.uint8))
             buffer = moved[0] if moved is not None else buffer.to(local_device(device))
@@ -1134,16 +1274,16 @@ class _Reader:
         names = codec.default_names if positions is None else self._names(codec, positions, qualname)
         if len(values) != len(names):
             raise WireError(f"{qualname}: {len(names)} fields travel, but {len(values)} values arrived")
-        checks = codec.checks(cls)
-        check = checks.checks
+        plan = codec.plan(cls) if positions is None else None
+        if plan is not None and plan.build is not None:
+            try:
+                return plan.build(cls, values, _field)
+            except _Mismatched:
+                raise
+            except Exception as error:
+                raise WireError(f"{qualname}(...) raised {type(error).__name__}: {error}") from None
         for field_name, value in zip(names, values, strict=True):
-            if type(value) in _SUSPECT and not _plain_data(value):
-                raise WireError(
-                    f"{qualname}: a dict key that is not a str or an int, or a msgpack timestamp, "
-                    f"at `$.{field_name}`: neither is plain data"
-                )
-            if not check[field_name](value):
-                raise WireError(f"{qualname}: {mismatch(checks, field_name, value)}")
+            _field(cls, field_name, value)
         arguments = dict(zip(names, values, strict=True))
         later = [name for name in names if name not in codec.init] if codec.later else ()
         for name in later:
@@ -1168,6 +1308,22 @@ class _Reader:
         if strangers:
             raise WireError(f"{qualname}: the field {strangers[0]!r} never travels (an OMIT field), but arrived")
         return names
+
+
+class _Mismatched(WireError):
+    """A field value that is not plain data, or does not match the field's annotation."""
+
+
+def _field(cls: type, name: str, value: object) -> None:
+    """Raise ``WireError`` unless *value*, which arrived for the field *name* of *cls*, may be its value."""
+    if type(value) in _SUSPECT and not _plain_data(value):
+        raise _Mismatched(
+            f"{cls.__qualname__}: a dict key that is not a str or an int, or a msgpack timestamp, "
+            f"at `$.{name}`: neither is plain data"
+        )
+    checks = _codec(cls).checks(cls)
+    if not checks.checks[name](value):
+        raise _Mismatched(f"{cls.__qualname__}: {mismatch(checks, name, value)}")
 
 
 def _require_grad(index: int, tensor: torch.Tensor) -> None:

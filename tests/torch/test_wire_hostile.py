@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 _TABLE_HEAD = struct.Struct("<3sBI")
 _SPEC_HEAD = struct.Struct("<BBBBIQ")  # with the flag _WIDE: 64-bit offset, sizes and strides
 _WIDE = 2
+_STRIDES = 4  # the strides follow the sizes
 _TENSOR, _TUPLE, _RECORD, _DTYPE, _DEVICE, _PICKLE, _RECORD_AGAIN = range(1, 8)
 
 
@@ -95,7 +96,7 @@ def _edited(record: object, edit: Callable[[list[Any]], object]) -> tuple[bytes,
 def _tensor_ext(  # noqa: PLR0917  # the fields of a spec, in its order
     code: int, flags: int, kind: int, reference: int, offset: int, shape: Sequence[int], strides: Sequence[int]
 ) -> msgspec.msgpack.Ext:
-    spec = _SPEC_HEAD.pack(code, flags | _WIDE, len(shape), kind, reference, offset) + struct.pack(
+    spec = _SPEC_HEAD.pack(code, flags | _WIDE | _STRIDES, len(shape), kind, reference, offset) + struct.pack(
         f"<{2 * len(shape)}Q", *shape, *strides
     )
     return msgspec.msgpack.Ext(_TENSOR, spec)
