@@ -28,10 +28,10 @@ import keyword
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
+import msgspec
 import torch
 
 from metakit._wire_types import FieldChecks
-
 
 _AS_IS: Final = frozenset({type(None), bool, int, float, str, bytes})
 """The types whose values msgpack writes as they are."""
@@ -48,6 +48,9 @@ class Plan(NamedTuple):
     """``None`` where ``asdict_zerocopy`` or ``__getstate__`` is the class's own, or ``__init__`` needs more."""
     build: Callable[[type, list[Any], Any], object] | None
     """``None`` where the class has ``init=False`` fields, which the general path sets after ``__init__``."""
+    values: msgspec.msgpack.Decoder[tuple[Any, ...]]
+    """Reads the values that ``build`` takes: typed, so that msgspec checks in C each field whose check it can make
+    exactly (its ``exact`` type); ``build`` checks the others."""
     asdict: object
     """The class's own generated ``asdict_zerocopy``: ``encode`` reads what it returns, while the class holds it."""
     getstate: object
@@ -59,7 +62,7 @@ def plain_names(names: tuple[str, ...]) -> bool:
     return all(name.isidentifier() and not keyword.iskeyword(name) for name in names)
 
 
-def make_plan(  # noqa: PLR0913, PLR0917  # what the class's codec knows
+def make_plan(  # noqa: PLR0917  # what the class's codec knows
     qualname: str,
     names: tuple[str, ...],
     checks: FieldChecks,
@@ -67,6 +70,7 @@ def make_plan(  # noqa: PLR0913, PLR0917  # what the class's codec knows
     later: bool,
     asdict: object,
     getstate: object,
+    ext_hook: Callable[[int, memoryview], Any],
 ) -> Plan:
     """Generate ``encode`` and ``build`` for the class whose travelling fields are *names* (all plain)."""
     namespace: dict[str, Any] = {"Tensor": torch.Tensor, "Refused": Refused}
@@ -74,18 +78,32 @@ def make_plan(  # noqa: PLR0913, PLR0917  # what the class's codec knows
     build = ["def build(cls, values, field):"]
     if names:
         build.append(f"    {''.join(f'v{index}, ' for index in range(len(names)))}= values")
+    types = [_decodable(checks.exact(name)) for name in names]
     for index, name in enumerate(names):
         passing, lists = checks.passing(name), checks.lists(name)
         namespace[f"passing{index}"], namespace[f"lists{index}"] = passing, lists
         namespace[f"as_is{index}"] = passing & _AS_IS
         encode.append(f"    v{index} = obj.{name}")
         encode += _encode_value(index, name, passing, lists)
-        build += _build_check(index, name, passing, lists)
+        if types[index] is Any:  # msgspec checked the others
+            build += _build_check(index, name, passing, lists)
     encode.append(f"    return [{', '.join(f'v{index}' for index in range(len(names)))}]")
     build.append(f"    return cls({', '.join(f'{name}=v{index}' for index, name in enumerate(names))})")
     source = "\n".join(encode) + "\n\n" + "\n".join(build) + "\n"
-    exec(compile(source, f"<metakit.wire {qualname}>", "exec"), namespace)  # noqa: S102  # made from field names
-    return Plan(namespace["encode"] if encodes else None, None if later else namespace["build"], asdict, getstate)
+    exec(compile(source, f"<metakit.wire {qualname}>", "exec"), namespace)  # made from field names
+    values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(types)), ext_hook=ext_hook)
+    return Plan(
+        namespace["encode"] if encodes else None, None if later else namespace["build"], values, asdict, getstate
+    )
+
+
+def _decodable(exact: object) -> object:
+    """*exact*, if msgspec can decode it; else ``Any`` (a union msgspec does not take, such as two kinds of list)."""
+    try:
+        msgspec.msgpack.Decoder(exact)
+    except TypeError:
+        return Any
+    return exact
 
 
 def _encode_value(index: int, name: str, passing: frozenset[type], lists: frozenset[type]) -> list[str]:

@@ -61,6 +61,8 @@ class _Spec(NamedTuple):
     """Types whose values always pass, by their type alone: what generated code tests inline (may be empty)."""
     lists: frozenset[type] = frozenset()
     """Item types such that a ``list`` whose items all have one of them passes (empty: no such rule)."""
+    exact: object = Any
+    """The type for msgspec's typed decoding that takes exactly the msgpack values the check passes, or ``Any``."""
 
 
 class _Mismatch(NamedTuple):
@@ -82,11 +84,16 @@ def _leaf(
     return _Spec(check, name, explain, kinds, passing or kinds)
 
 
+_MSGPACK: Final = {type(None), bool, int, float, str, bytes}
+"""The types that msgpack has values of (a msgspec union of them keeps each value's type: ``int | float``)."""
+
+
 def _exact(name: str, *kinds: type) -> _Spec:
-    if len(kinds) == 1:
-        (kind,) = kinds
-        return _leaf(name, lambda value: type(value) is kind, frozenset(kinds))
-    return _leaf(name, lambda value: type(value) in kinds, frozenset(kinds))
+    check = (lambda value: type(value) is kinds[0]) if len(kinds) == 1 else (lambda value: type(value) in kinds)
+    leaf = _leaf(name, check, frozenset(kinds))
+    if not _MSGPACK.issuperset(kinds):
+        return leaf
+    return leaf._replace(exact=typing.Union[tuple(None if kind is type(None) else kind for kind in kinds)])  # noqa: UP007
 
 
 _SCALARS: Final = {
@@ -142,6 +149,7 @@ def _union(options: list[_Spec]) -> _Spec:
     kinds: frozenset[type] = frozenset().union(*(option.kinds for option in options))
     passing: frozenset[type] = frozenset().union(*(option.passing for option in options))
     lists = [option.lists for option in options if option.lists]
+    exact = [option.exact for option in options]
     return _Spec(
         check,
         name,
@@ -149,6 +157,7 @@ def _union(options: list[_Spec]) -> _Spec:
         kinds if all(option.kinds for option in options) else frozenset(),
         passing,
         lists[0] if len(lists) == 1 else frozenset(),  # two list options would each take only their own items
+        Any if Any in exact or len(lists) > 1 else typing.Union[tuple(exact)],  # noqa: UP007
     )
 
 
@@ -172,7 +181,8 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
                 return found
         return None
 
-    return _Spec(check, name, explain, lists=kinds if list in container else frozenset())
+    exact = list[item.exact] if container == (list,) and item.exact is not Any else Any  # type: ignore[name-defined]
+    return _Spec(check, name, explain, lists=kinds if list in container else frozenset(), exact=exact)
 
 
 def _fixed_tuple(items: list[_Spec], name: str) -> _Spec:
@@ -406,6 +416,10 @@ class FieldChecks(NamedTuple):
     def lists(self, name: str) -> frozenset[type]:
         """The item types that make a ``list`` pass the field *name*'s check (perhaps none)."""
         return self.specs[name].lists
+
+    def exact(self, name: str) -> object:
+        """The msgspec type that takes exactly what the field *name*'s check passes, or ``Any``."""
+        return self.specs[name].exact
 
 
 def field_checks(cls: type) -> FieldChecks:

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import ctypes
 import datetime
-import functools
 import inspect
 import io
 import math
@@ -216,15 +215,16 @@ _KNOWN_FLAGS: Final = _REQUIRES_GRAD | _WIDE | _STRIDES | 0xF0
 _LAYOUT: Final = _WIDE | _STRIDES
 
 _MAX_DIMS: Final = 64
-_SPECS: Final = {
-    flags: [
-        struct.Struct(
-            f"<BBBBI{'Q' if flags & _WIDE else 'I'}{(2 if flags & _STRIDES else 1) * ndim}{'Q' if flags & _WIDE else 'I'}"
-        )
-        for ndim in range(_MAX_DIMS + 1)
+
+
+def _spec_structs(flags: int) -> list[struct.Struct]:
+    number = "Q" if flags & _WIDE else "I"
+    return [
+        struct.Struct(f"<BBBBI{number}{(2 if flags & _STRIDES else 1) * ndim}{number}") for ndim in range(_MAX_DIMS + 1)
     ]
-    for flags in (0, _WIDE, _STRIDES, _WIDE | _STRIDES)
-}
+
+
+_SPECS: Final = {flags: _spec_structs(flags) for flags in (0, _WIDE, _STRIDES, _WIDE | _STRIDES)}
 """A tensor's whole spec, by its flags of layout (wide, with strides) and its number of dimensions:
 dtype code, flags, ndim, kind, reference (``u32``), offset, then the sizes and the strides, if any."""
 
@@ -327,7 +327,7 @@ class _Codec:
             p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         )
         self._checks: FieldChecks | None = None
-        self._plan: Plan | None | bool = False
+        self._plan: Plan | bool | None = False
         """The generated functions (made when a record first travels); ``None`` where the class cannot have them."""
 
     def checks(self, cls: type) -> FieldChecks:
@@ -350,7 +350,7 @@ class _Codec:
         # generated one returns the fields that are not OMIT, read as attributes.
         encodes = holds_generated(vars(cls), asdict) and _custom_getstate(cls) is None and self.required.issubset(names)
         getstate = getattr(cls, "__getstate__", None)
-        return make_plan(cls.__qualname__, names, self.checks(cls), encodes, self.later, asdict, getstate)
+        return make_plan(cls.__qualname__, names, self.checks(cls), encodes, self.later, asdict, getstate, _extension)
 
 
 if sys.version_info >= (3, 14):
@@ -690,7 +690,7 @@ class _Packer:
         contiguous = tensor.is_contiguous()
         strides = None if contiguous else tensor.stride()
         nbytes = tensor.nbytes
-        flags = _DEVICE_CODES[device] << _DEVICE_SHIFT | tensor.requires_grad
+        flags = (_DEVICE_CODES[device] << _DEVICE_SHIFT if device != "cpu" else 0) | tensor.requires_grad
         if not nbytes:
             return _spec(code, flags, _NEW, 0, 0, shape, strides)
         address = tensor.data_ptr()
@@ -708,17 +708,10 @@ class _Packer:
         lane = self.lanes.get(device, 0) if self.lanes else 0
         if not dense:
             strides = None  # it arrives contiguous
-        elif exact:
-            # Its bytes travel as they lie in memory: a later view of them can point into them.
-            if regions is None:
-                self.regions[storage] = [(address, nbytes, index)]
-            else:
-                regions.append((address, nbytes, index))
+        elif exact:  # its bytes travel as they lie in memory: a later view of them can point into them
+            self.regions.setdefault(storage, []).append((address, nbytes, index))
         if nbytes >= self.own_buffer:
-            buffer, offset = len(self.pools) + len(self.own), 0
-            raw = contiguous and exact and device == "cpu"
-            source = tensor if dense else _plain(tensor).contiguous()
-            self.own.append(_tuple_new(OwnBuffer, (source, nbytes, lane, raw)))
+            buffer, offset = self.add_own(tensor, nbytes, lane, dense, raw=contiguous and exact and device == "cpu")
         else:
             buffer = lane
             offset = self.pool_nbytes[lane]
@@ -726,6 +719,11 @@ class _Packer:
             self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, strides, raw)))
             self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
         return _spec(code, flags, _NEW, buffer, offset, shape, strides)
+
+    def add_own(self, tensor: torch.Tensor, nbytes: int, lane: int, dense: bool, *, raw: bool) -> tuple[int, int]:
+        """Give the large *tensor* a buffer of its own; return its number and the tensor's offset there."""
+        self.own.append(_tuple_new(OwnBuffer, (tensor if dense else _plain(tensor).contiguous(), nbytes, lane, raw)))
+        return len(self.pools) + len(self.own) - 1, 0
 
     @staticmethod
     def view(
@@ -908,15 +906,20 @@ def buffer_table(header: bytes | bytearray | memoryview, most: int | None = None
     two (the lanes' shared buffers) at least ``PACK_OWN_BUFFER`` bytes, as
     only a large tensor has a buffer of its own.
     """
+    sizes, lanes = _table(header, most)
+    return [BufferSpec(nbytes, lane) for nbytes, lane in zip(sizes, lanes, strict=True)]
+
+
+def _table(header: bytes | bytearray | memoryview, most: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``buffer_table``'s sizes and lanes."""
     count = buffer_count(header)
     if most is not None and count > most:
         raise WireError(f"the header lists {count} buffers, more than the {most} that can be given here")
-    table = _TABLES.get(count) or _table_struct(count)
-    values = table.unpack_from(header)[3:]
-    sizes, lanes = values[:count], values[count:]
-    if any(lane > 1 for lane in lanes) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
+    values = (_TABLES.get(count) or _table_struct(count)).unpack_from(header)
+    sizes, lanes = values[3 : 3 + count], values[3 + count :]
+    if (lanes and max(lanes) > 1) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
         raise WireError("the header's buffer table lists a lane other than 0 and 1, or a small buffer of its own")
-    return [BufferSpec(nbytes, lane) for nbytes, lane in zip(sizes, lanes, strict=True)]
+    return sizes, lanes
 
 
 def buffer_count(header: bytes | bytearray | memoryview) -> int:
@@ -967,11 +970,11 @@ def unpack(
     count = buffer_count(header)
     if len(buffers) != count:
         raise WireError(f"the header lists {count} buffers, but {len(buffers)} were given")
-    table = buffer_table(header, count)
+    sizes, _ = _table(header, count)
     sources = [
-        _source(index, buffer, spec.nbytes) for index, (buffer, spec) in enumerate(zip(buffers, table, strict=True))
+        _source(index, buffer, nbytes) for index, (buffer, nbytes) in enumerate(zip(buffers, sizes, strict=True))
     ]
-    return unpack_tensors(header, sources, allowed)
+    return _read(header, sources, sizes, allowed)
 
 
 def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
@@ -1012,19 +1015,24 @@ def unpack_tensors(
     header: bytes | bytearray | memoryview, buffers: Sequence[Source], allow_pickle: AllowPickle = False
 ) -> object:
     """``unpack`` for buffers already checked against the table: ``uint8`` tensors, or writable bytes."""
-    allow_pickle = allowed_globals(allow_pickle)
+    sizes = [source.numel() if isinstance(source, _Tensor) else len(source) for source in buffers]
+    return _read(header, buffers, sizes, allowed_globals(allow_pickle))
+
+
+def _read(
+    header: bytes | bytearray | memoryview, sources: Sequence[Source], sizes: Sequence[int], allow_pickle: AllowPickle
+) -> object:
     _, version, count = _TABLE_HEAD.unpack_from(header)
     if version != FORMAT:
         raise WireError(
             f"a header of format {version} arrived, and this metakit reads only format {FORMAT}: "
             "do both sides run the same version of metakit?"
         )
-    reader = _Reader(buffers, allow_pickle)
+    reader = _Reader(sources, sizes, allow_pickle)
     outer = getattr(_reading, "reader", None)  # an __init__ of a record that unpacks another record
     _reading.reader = reader
     try:
-        body = reader.decode(memoryview(header)[_TABLE_HEAD.size + 9 * count :])
-        return reader.record(body, "$")
+        return reader.record(memoryview(header)[_TABLE_HEAD.size + 9 * count :], "$")
     finally:
         _reading.reader = outer
 
@@ -1040,22 +1048,25 @@ def _extension(code: int, data: memoryview) -> Any:
 
 
 _decoder: Final = msgspec.msgpack.Decoder(ext_hook=_extension)
+_BODY: Final = msgspec.msgpack.Decoder(tuple[str, int, Any, msgspec.Raw])
+"""Reads a record's body, ``[class, digest, names, values]``, leaving its values to be read once the class is known."""
+_PLAIN_DECODER: Final = msgspec.msgpack.Decoder()
 
 
 class _Reader:
     """Reads one header: msgpack into plain values, each tensor a checked view of the buffer it lies in."""
 
-    def __init__(self, sources: Sequence[Source], allow_pickle: AllowPickle) -> None:
+    def __init__(self, sources: Sequence[Source], sizes: Sequence[int], allow_pickle: AllowPickle) -> None:
         self.sources = sources
-        self.sizes = [source.numel() if isinstance(source, _Tensor) else len(source) for source in sources]
+        self.sizes = sizes
         self.buffers: dict[int, torch.Tensor] = {}
         """The buffers read as ``uint8`` tensors, made when a tensor first needs one."""
         self.allow_pickle = allow_pickle
         self.tensors: list[torch.Tensor] = []
         self.regions: dict[int, tuple[int, int, int, str]] = {}
+        """The tensors that sent bytes of their own, by number: their buffer, offset, size and device."""
         self.records: list[object] = []
         """The records inside field values, in the order they were rebuilt."""
-        """The tensors that sent bytes of their own, by number: their buffer, offset, size and device."""
         self.ends = [0] * len(sources)
         """Where the bytes of the last tensor placed in each buffer end: the next one starts there or later."""
         self.typed: dict[tuple[int, str, torch.dtype], tuple[torch.Tensor, int]] = {}
@@ -1079,7 +1090,7 @@ class _Reader:
                 raise WireError("a tuple arrived that is not an array")
             return tuple(items)
         if code == _RECORD:
-            record = self.record(self.decode(data), "a record inside a field value")
+            record = self.record(data, "a record inside a field value")
             self.records.append(record)
             return record
         if code == _RECORD_AGAIN:
@@ -1111,7 +1122,8 @@ class _Reader:
         except Exception as error:
             raise WireError(f"a pickled value cannot be read: {type(error).__name__}: {error}") from None
 
-    def tensor(self, data: memoryview) -> torch.Tensor:  # noqa: PLR0912  # one check per rule of a spec
+    def tensor(self, data: memoryview) -> torch.Tensor:
+        """The tensor of one spec: the usual one made here, any other by ``placed``."""
         index = len(self.tensors)
         ndim = data[2] if len(data) > 2 else -1
         if not 0 <= ndim <= _MAX_DIMS or len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
@@ -1145,13 +1157,20 @@ class _Reader:
             self.regions[index] = (reference, offset, nbytes, "cpu")
             self.tensors.append(tensor)
             return tensor
+        return self.placed(index, spec, nbytes)
+
+    def placed(self, index: int, spec: tuple[int, ...], nbytes: int) -> torch.Tensor:
+        """Tensor *index* of any spec, checked against every rule of the format."""
+        code, flags, ndim, kind, reference, offset = spec[:6]
         if kind == _SAME:
             return self.same(index, reference, spec)
+        shape = spec[6 : 6 + ndim]
         strides = spec[6 + ndim :] if flags & _STRIDES else None
         dtype = _TENSOR_DTYPES.get(code)
         if dtype is None or flags & ~_KNOWN_FLAGS or flags >> _DEVICE_SHIFT >= len(_DEVICE_KINDS):
             raise WireError(f"tensor {index} has a dtype code ({code}) or flags ({flags}) that are not in the tables")
         device = _DEVICE_KINDS[flags >> _DEVICE_SHIFT]
+        itemsize = dtype.itemsize
         if max(spec) >= _MAX_SIZE:
             raise WireError(f"tensor {index} has a size, stride or offset out of range: {spec[5:]}")
         if not nbytes:
@@ -1254,13 +1273,14 @@ class _Reader:
         self.typed[index, device, dtype] = (typed, int(typed.storage_offset()))
         return self.typed[index, device, dtype]
 
-    def record(self, body: Any, where: str) -> object:
-        """Rebuild one record from its body, ``[class, digest, names, values]``."""
-        if type(body) is not list or len(body) != 4:
-            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
-        name, digest, positions, values = body
-        if type(name) is not str or type(digest) is not int or type(values) is not list:
-            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
+    def record(self, data: memoryview, where: str) -> object:
+        """Rebuild one record from its body, the msgpack array ``[class, digest, names, values]``."""
+        try:
+            name, digest, positions, raw = _BODY.decode(data)
+        except msgspec.ValidationError:
+            raise WireError(f"{where}: a record's body is not [class, digest, names, values]") from None
+        except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
+            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
         module, colon, qualname = name.partition(":")
         if not colon:
             raise WireError(f"{where}: the class name {name[:200]!r} is not module:qualname")
@@ -1271,17 +1291,26 @@ class _Reader:
                 f"{qualname} has the fields {codec.fields} here, but the sender's differ: "
                 "do both sides run the same code?"
             )
-        names = codec.default_names if positions is None else self._names(codec, positions, qualname)
-        if len(values) != len(names):
-            raise WireError(f"{qualname}: {len(names)} fields travel, but {len(values)} values arrived")
         plan = codec.plan(cls) if positions is None else None
         if plan is not None and plan.build is not None:
+            values = self.typed_values(plan, raw, cls, codec.default_names, where)
             try:
                 return plan.build(cls, values, _field)
             except _Mismatched:
                 raise
             except Exception as error:
                 raise WireError(f"{qualname}(...) raised {type(error).__name__}: {error}") from None
+        names = codec.default_names if positions is None else self._names(codec, positions, qualname)
+        return self.general_record(cls, codec, names, raw, where)
+
+    def general_record(self, cls: type, codec: _Codec, names: tuple[str, ...], raw: msgspec.Raw, where: str) -> object:
+        """Rebuild a record of *cls* whose fields *names* travel, each value checked and set one by one."""
+        qualname = cls.__qualname__
+        values = self.decode(raw)
+        if type(values) is not list:
+            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
+        if len(values) != len(names):
+            raise WireError(f"{qualname}: {len(names)} fields travel, but {len(values)} values arrived")
         for field_name, value in zip(names, values, strict=True):
             _field(cls, field_name, value)
         arguments = dict(zip(names, values, strict=True))
@@ -1296,6 +1325,30 @@ class _Reader:
             # Frozen classes refuse setattr; their own __init__ uses this too.
             object.__setattr__(record, name, values[names.index(name)])
         return record
+
+    def typed_values(self, plan: Plan, raw: msgspec.Raw, cls: type, names: tuple[str, ...], where: str) -> Any:
+        """The values of a record whose class has a plan, read by its typed decoder."""
+        try:
+            return plan.values.decode(raw)
+        except msgspec.ValidationError as error:
+            problem = str(error)
+        except WireError:
+            raise
+        except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
+            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
+        # Say what is wrong as the general way does: read the values again, as plain msgpack.
+        try:
+            values = _PLAIN_DECODER.decode(raw)
+        except Exception as error:  # a msgpack timestamp that is not one
+            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
+        if type(values) is not list:
+            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
+        if len(values) != len(names):
+            raise WireError(f"{cls.__qualname__}: {len(names)} fields travel, but {len(values)} values arrived")
+        for name, value in zip(names, values, strict=True):
+            if type(value) is not msgspec.msgpack.Ext:
+                _field(cls, name, value)
+        raise WireError(f"{cls.__qualname__}: {problem}")
 
     @staticmethod
     def _names(codec: _Codec, positions: object, qualname: str) -> tuple[str, ...]:

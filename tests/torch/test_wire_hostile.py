@@ -278,7 +278,11 @@ def test_deep_nesting_is_refused_not_a_crash() -> None:
         wire.unpack(header, buffers)
     header, buffers = wire.pack(_step())
     table, _ = _split(header)
-    _refused(table + b"\x91" * 100_000 + b"\xc0", buffers, "the header cannot be read")
+    _refused(table + b"\x91" * 100_000 + b"\xc0", buffers, "a record's body is not")  # an array of one array...
+    class_name, digest = msgspec.msgpack.decode(header[len(table) :])[:2]
+    values = b"\x91" * 100_000 + b"\xc0"  # values nested deeper than any decoder recurses
+    body = msgspec.msgpack.encode([class_name, digest, None]) + values
+    _refused(table + b"\x94" + body[1:], buffers, "the header cannot be read")
 
 
 # --- pickle: refused unless the receiver opts in ------------------------------

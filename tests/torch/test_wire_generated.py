@@ -1,0 +1,173 @@
+"""``metakit.wire``'s generated code for a record class: it sends and reads exactly what the general way does.
+
+A class whose ``asdict_zerocopy`` is its own generated one gets, the first
+time a record of it travels, an ``encode`` and a ``build`` written for its
+fields.  ``skip_fields=()`` sends the same fields the general way, so the two
+can be compared byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+from engine_records import KernelWrapper, WrapperMetadata
+
+from metakit import ZeroCopy, wire
+from metakit.examples.engine import example_records
+from metakit.wire import WireError
+
+
+@dataclass
+class Mixed(ZeroCopy):
+    count: int
+    ratio: float
+    flag: bool
+    name: str
+    blob: bytes
+    lens: list[int] | None
+    scores: list[float]
+    tokens: torch.Tensor
+    optional: torch.Tensor | None
+    dtype: torch.dtype
+    anything: Any = None
+
+
+def _mixed(**changes: Any) -> Mixed:
+    values: dict[str, Any] = {
+        "count": 3,
+        "ratio": 0.5,
+        "flag": True,
+        "name": "step",
+        "blob": b"\x00\x01",
+        "lens": [1, 2, True],
+        "scores": [1, 2.5, False],
+        "tokens": torch.arange(6, dtype=torch.int32).view(2, 3),
+        "optional": None,
+        "dtype": torch.bfloat16,
+        "anything": {"nested": [1, (2, 3)]},
+    }
+    values.update(changes)
+    return Mixed(**values)
+
+
+def _general_header(record: object) -> bytes:
+    return wire.pack(record, skip_fields=()).header
+
+
+@pytest.mark.parametrize("record", [*example_records(), _mixed(), _mixed(optional=torch.ones(2), lens=None)])
+def test_the_generated_way_sends_the_bytes_the_general_way_sends(record: object) -> None:
+    header, buffers = wire.pack(record)
+    assert header == _general_header(record)
+    back = wire.unpack(header, buffers)
+    for name, value in record.asdict_zerocopy().items():  # type: ignore[attr-defined]
+        got = getattr(back, name)
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(got, value)
+        else:
+            assert type(got) is type(value)
+            assert got == value
+
+
+def test_values_keep_their_own_types_where_the_annotation_takes_several() -> None:
+    back = wire.unpack(*wire.pack(_mixed(count=True, ratio=7, scores=[1, 2.5, True])))
+    assert (type(back.count), type(back.ratio)) == (bool, int)
+    assert [type(score) for score in back.scores] == [int, float, bool]
+
+
+@pytest.mark.parametrize(
+    ("changes", "path"),
+    [
+        ({"count": 1 << 64}, "$.count"),
+        ({"lens": [1, -(1 << 63) - 1]}, "$.lens"),
+        ({"anything": {"deep": [1 << 70]}}, "$.anything"),
+    ],
+)
+def test_an_int_beyond_64_bits_names_its_field(changes: dict[str, Any], path: str) -> None:
+    with pytest.raises(TypeError, match=rf"field '{path[2:]}' of Mixed cannot be sent \(\{path}\).*64 bits"):
+        wire.pack(_mixed(**changes))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"count": "3"}, "Expected `int`, got `str` - at `$.count`"),
+        ({"lens": [1, "2"]}, "Expected `int`, got `str` - at `$.lens[1]`"),
+        ({"tokens": None}, "Expected `torch.Tensor`, got `NoneType` - at `$.tokens`"),
+        ({"dtype": "bfloat16"}, "Expected `torch.dtype`, got `str` - at `$.dtype`"),
+    ],
+)
+def test_the_sender_refuses_what_breaks_the_annotations(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(TypeError, match=message.replace("$", r"\$").replace("[", r"\[")):
+        wire.pack(_mixed(**changes))
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "message"),
+    [
+        (0, "3", "Expected `int`, got `str` - at `$.count`"),
+        (5, [1, "2"], "Expected `int`, got `str` - at `$.lens[1]`"),
+        (4, "text", "Expected `bytes`, got `str` - at `$.blob`"),
+        (7, 5, "Expected `torch.Tensor`, got `int` - at `$.tokens`"),
+        (0, 1.5, "Expected `int`, got `float` - at `$.count`"),
+        (3, None, "Expected `str`, got `NoneType` - at `$.name`"),
+        (6, [1, "x"], "Expected `float`, got `str` - at `$.scores[1]`"),
+        (2, 1, "Expected `bool`, got `int` - at `$.flag`"),
+    ],
+)
+def test_the_receiver_names_the_field_that_breaks_the_annotations(index: int, value: object, message: str) -> None:
+    import msgspec
+
+    header, buffers = wire.pack(_mixed())
+    count = wire.buffer_count(header)
+    start = 8 + 9 * count
+    body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
+    body[3][index] = value
+    changed = header[:start] + msgspec.msgpack.encode(body)
+    with pytest.raises(WireError, match=message.replace("$", r"\$").replace("[", r"\[")):
+        wire.unpack(changed, buffers)
+
+
+def test_a_later_override_of_asdict_zerocopy_is_honoured() -> None:
+    @dataclass
+    class Late(ZeroCopy):
+        kept: int
+        dropped: int = 0
+
+    wire.pack(Late(1, 2))  # the generated code is made
+    Late.asdict_zerocopy = lambda self, skip_fields=None: {"kept": self.kept}  # type: ignore[method-assign]
+    back = wire.unpack(*wire.pack(Late(1, 2)))
+    assert (back.kept, back.dropped) == (1, 0)
+
+
+def test_a_later_getstate_is_honoured() -> None:
+    @dataclass
+    class Late(ZeroCopy):
+        kept: int
+        dropped: int = 0
+
+    wire.pack(Late(1, 2))
+    Late.__getstate__ = lambda self: {"kept": self.kept}  # type: ignore[method-assign]
+    back = wire.unpack(*wire.pack(Late(1, 2)))
+    assert (back.kept, back.dropped) == (1, 0)
+
+
+def test_an_override_from_the_class_body_is_honoured() -> None:
+    record = WrapperMetadata(3, torch.arange(3), None, 32, KernelWrapper(), KernelWrapper())
+    back = wire.unpack(*wire.pack(record))
+    assert (back.page_size, back.prefill_wrapper, back.decode_wrapper) == (32, None, None)
+
+
+def test_a_contiguous_tensor_travels_without_strides_and_a_transposed_one_keeps_them() -> None:
+    @dataclass
+    class Pair(ZeroCopy):
+        tensor: torch.Tensor
+
+    plain = torch.arange(12.0).view(3, 4)
+    short, long = wire.pack(Pair(plain)).header, wire.pack(Pair(plain.t())).header
+    assert len(long) == len(short) + 2 * 4  # two u32 strides more
+    back = wire.unpack(*wire.pack(Pair(plain.t())))
+    assert back.tensor.stride() == (1, 4)
+    assert torch.equal(back.tensor, plain.t())
