@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from engine_records import KernelWrapper, WrapperMetadata
 
 from metakit import ZeroCopy, wire
@@ -171,3 +173,36 @@ def test_a_contiguous_tensor_travels_without_strides_and_a_transposed_one_keeps_
     back = wire.unpack(*wire.pack(Pair(plain.t())))
     assert back.tensor.stride() == (1, 4)
     assert torch.equal(back.tensor, plain.t())
+
+
+_INTS = st.integers(min_value=-(1 << 63), max_value=(1 << 64) - 1)
+_PLAIN_VALUES = st.recursive(
+    st.none() | st.booleans() | _INTS | st.floats(allow_nan=False) | st.text(max_size=5) | st.binary(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3) | _INTS, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_typed_way_and_the_general_way_take_and_refuse_the_same_values(data: st.DataObject) -> None:
+    import msgspec
+
+    header, buffers = wire.pack(_mixed())
+    start = 8 + 9 * wire.buffer_count(header)
+    body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
+    values = body[3]
+    for index in data.draw(st.sets(st.integers(0, len(values) - 1), max_size=3)):
+        values[index] = data.draw(_PLAIN_VALUES)
+    outcomes = []
+    for names in (None, list(range(len(values)))):  # the typed way, then the general way
+        changed = header[:start] + msgspec.msgpack.encode([body[0], body[1], names, values])
+        try:
+            back = wire.unpack(changed, buffers)
+        except WireError:
+            outcomes.append("WireError")
+        else:
+            outcomes.append(
+                [(type(value), value) for value in back.astuple_zerocopy() if not isinstance(value, torch.Tensor)]
+            )
+    assert outcomes[0] == outcomes[1]
