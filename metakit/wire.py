@@ -702,8 +702,8 @@ class _Packer:
         if regions is not None and exact:
             view = self.view(regions, address, shape, strides or tensor.stride(), itemsize)
             if view is not None:
-                start, offset = view
-                return _spec(code, flags, _VIEW, start, offset, shape, strides)
+                parent, offset = view
+                return _spec(code, flags, _VIEW, parent, offset, shape, strides)
         dense = contiguous or _is_dense(shape, strides)  # type: ignore[arg-type]
         lane = self.lanes.get(device, 0) if self.lanes else 0
         if not dense:
