@@ -98,15 +98,33 @@ def test_kw_only_sentinel_and_generic():
 
 
 def test_metaclass_without_zerocopy_base_gets_methods():
-    # README Limits: "A class that uses metaclass=ZeroCopyFields without the ZeroCopy base gets the methods"
+    # README Limits: "A class that uses metaclass=ZeroCopyFields without the ZeroCopy base gets the
+    # methods", whether it names the metaclass itself or inherits it from a plain root.
     @dataclass
     class W(metaclass=ZeroCopyFields):
         x: int = 1
         w: int = field(default=0, metadata=OMIT)
 
+    class Root(metaclass=ZeroCopyFields):
+        pass
+
+    @dataclass
+    class R(Root):
+        a: int = 0
+        b: list = field(default_factory=list)
+
     assert W().asdict_zerocopy() == {"x": 1}
     assert W().astuple_zerocopy() == (1,)
-    assert W().__replace__(x=2) == W(2)
+    _assert_replace_like_dataclasses(W(), x=2)
+    o = R(1, [2])
+    check_generated(o)
+    assert metakit.replace(o, a=3) == R(3, [2])
+    mt.assert_zerocopy_class(R)
+    # Overrides follow the same rules as with the ZeroCopy base.
+    W.asdict_zerocopy = lambda self, skip_fields=None: {"over": 1}
+    assert W().asdict_zerocopy() == {"over": 1}
+    del W.asdict_zerocopy
+    assert W().asdict_zerocopy() == {"x": 1}
 
 
 def test_pep695_generic_and_manual_slots():
@@ -497,21 +515,6 @@ def test_protocol_metaclass_both_orders():
         assert isinstance(o, HasSlotMapping)
         assert o.asdict_zerocopy() == {"slot_mapping": [1], extra: 5}
         assert metakit.replace(o, **{extra: 6}) == cls([1], 6)
-
-
-def test_metaclass_without_zerocopy_base_gets_methods_engine_shapes():
-    class Root(metaclass=ZeroCopyFields):
-        pass
-
-    @dataclass
-    class R(Root):
-        a: int = 0
-        b: list = field(default_factory=list)
-
-    o = R(1, [2])
-    check_generated(o)
-    assert metakit.replace(o, a=3) == R(3, [2])
-    mt.assert_zerocopy_class(R)
 
 
 def test_init_subclass_keywords_pass_through():
@@ -1044,21 +1047,6 @@ def test_override_assigned_later_on_zerocopy_mixin_is_seen_by_subclasses():
     assert A().asdict_zerocopy() == B().asdict_zerocopy() == {"mixin": True, "x": 1}
     del Later.asdict_zerocopy
     assert B().asdict_zerocopy() == {"x": 1}
-
-
-def test_metaclass_without_zerocopy_base_gets_methods_and_overrides_follow_rules():
-    # README: "A class that uses metaclass=ZeroCopyFields without the ZeroCopy base gets the methods"
-    @dataclass
-    class NoBase(metaclass=ZeroCopyFields):
-        a: int = 1
-
-    assert NoBase().asdict_zerocopy() == {"a": 1}
-    assert NoBase().astuple_zerocopy() == (1,)
-    _assert_replace_like_dataclasses(NoBase(), a=2)
-    NoBase.asdict_zerocopy = lambda self, skip_fields=None: {"over": 1}
-    assert NoBase().asdict_zerocopy() == {"over": 1}
-    del NoBase.asdict_zerocopy
-    assert NoBase().asdict_zerocopy() == {"a": 1}
 
 
 def test_generic_alias_refused_by_function_form():
