@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import re
 import sys
-from dataclasses import KW_ONLY, InitVar, dataclass, field, fields, make_dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -20,14 +20,30 @@ import metakit.testing
 from metakit import OMIT, ZeroCopy, ZeroCopyFields
 
 
-def ref(obj, skip=()):
-    omit = {f.name for f in dataclasses.fields(obj) if dict(f.metadata).items() >= dict(OMIT).items()}
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name not in omit and f.name not in skip}
+def is_omitted(f: dataclasses.Field) -> bool:
+    """Whether *f* carries ``OMIT``'s metadata, alone or merged with other keys."""
+    return OMIT.items() <= f.metadata.items()
+
+
+def ref_names(cls: type) -> list[str]:
+    """The names in ``dataclasses.fields(cls)``, in order, less the ``OMIT`` fields."""
+    return [f.name for f in dataclasses.fields(cls) if not is_omitted(f)]
+
+
+def reference(obj: Any, skip: object = ()) -> dict[str, Any]:
+    """What ``asdict_zerocopy`` must return: DESIGN's reference, less ``OMIT`` and *skip* fields."""
+    skip = set(skip or ())
+    return {n: getattr(obj, n) for n in ref_names(type(obj)) if n not in skip}
+
+
+def reference_tuple(obj: Any) -> tuple:
+    """What ``astuple_zerocopy`` must return."""
+    return tuple(getattr(obj, n) for n in ref_names(type(obj)))
 
 
 def check_all(obj, skip=()):
     """DESIGN: keys are exactly fields() in order, less ClassVar/InitVar/OMIT/skip; d[k] is getattr(obj, k)."""
-    exp = ref(obj, skip)
+    exp = reference(obj, skip)
     for d in (
         obj.asdict_zerocopy(skip_fields=set(skip)) if skip else obj.asdict_zerocopy(),
         metakit.asdict_zerocopy(obj, set(skip)) if skip else metakit.asdict_zerocopy(obj),
@@ -193,14 +209,6 @@ def _swapped_init(cls):
 
 
 PY313 = sys.version_info >= (3, 13)
-
-
-def is_omit(f: dataclasses.Field) -> bool:
-    return any(f.metadata.get(k, object()) == v for k, v in OMIT.items())
-
-
-def ref_names(cls: type) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls) if not is_omit(f)]
 
 
 def check_dict(d: Any, obj: Any, names: list[str]) -> None:
@@ -896,9 +904,6 @@ def calls(obj):
 OBJS = [Rec_skip_errors(), PlainRec_skip_errors()]
 
 
-OMIT_KEY = next(iter(OMIT))
-
-
 class Val:
     """A value with an identity of its own; equal by payload so that results compare."""
 
@@ -917,24 +922,6 @@ class Val:
         return f"Val({self.v!r})"
 
 
-def is_omitted(f: dataclasses.Field) -> bool:
-    return bool(f.metadata.get(OMIT_KEY, False))
-
-
-def traveling(cls: type) -> list[str]:
-    """The reference: the names in dataclasses.fields(cls), in order, less the OMIT fields."""
-    return [f.name for f in dataclasses.fields(cls) if not is_omitted(f)]
-
-
-def reference_dict(obj: object, skip: object = ()) -> dict:
-    skip = set(skip or ())
-    return {n: getattr(obj, n) for n in traveling(type(obj)) if n not in skip}
-
-
-def reference_tuple(obj: object) -> tuple:
-    return tuple(getattr(obj, n) for n in traveling(type(obj)))
-
-
 def assert_same_objects(actual: object, expected: object, where: str = "") -> None:
     """Keys and order equal, leaves identical (``is``), strings equal."""
     assert type(actual) is type(expected), f"{where}: {type(actual).__name__} != {type(expected).__name__}"
@@ -950,14 +937,6 @@ def assert_same_objects(actual: object, expected: object, where: str = "") -> No
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
     else:
         assert actual is expected, f"{where}: {actual!r} is not the very object {expected!r}"
-
-
-def outcome_stateful(fn, *args, **kwargs):
-    """('ok', result) or ('err', type, message)."""
-    try:
-        return ("ok", fn(*args, **kwargs))
-    except Exception as error:
-        return ("err", type(error), str(error))
 
 
 def norm_instance(r: object) -> tuple:
@@ -1003,27 +982,11 @@ def _forms(obj):
     yield "function form positional", lambda skip: metakit.asdict_zerocopy(obj, skip)
 
 
-def is_omitted_semantics(f: dataclasses.Field[Any]) -> bool:
-    return OMIT.items() <= f.metadata.items()
-
-
-def reference(obj: Any) -> dict[str, Any]:
-    """What ``asdict_zerocopy`` must return: DESIGN's reference, less ``OMIT`` fields."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj) if not is_omitted_semantics(f)}
-
-
-def assert_same_objects_semantics(got: Any, expected: dict[str, Any]) -> None:
-    """*got* is a dict with *expected*'s keys, in order, holding the very same objects."""
-    assert type(got) is dict
-    assert list(got) == list(expected)
-    assert all(got[name] is value for name, value in expected.items())
-
-
 def assert_converts(obj: Any) -> None:
     """The method and the function forms all return the reference, by identity."""
     expected = reference(obj)
-    assert_same_objects_semantics(obj.asdict_zerocopy(), expected)
-    assert_same_objects_semantics(metakit.asdict_zerocopy(obj), expected)
+    assert_same_objects(obj.asdict_zerocopy(), expected)
+    assert_same_objects(metakit.asdict_zerocopy(obj), expected)
     for astuple in (obj.astuple_zerocopy(), metakit.astuple_zerocopy(obj)):
         assert type(astuple) is tuple
         assert len(astuple) == len(expected)

@@ -43,8 +43,7 @@ from tests.records import (
     calls,
     inst,
     outcome,
-    outcome_stateful,
-    reference_dict,
+    reference,
     reference_tuple,
     three,
 )
@@ -674,7 +673,7 @@ def test_names_that_the_parser_reads_otherwise_are_refused_or_right(name):
         message = str(error)
     else:
         obj = bare(cls)
-        assert_same_objects(obj.asdict_zerocopy(), reference_dict(obj))
+        assert_same_objects(obj.asdict_zerocopy(), reference(obj))
         assert_same_objects(obj.astuple_zerocopy(), reference_tuple(obj))
         return
     assert repr(name) in message or name in message, message
@@ -693,8 +692,8 @@ def test_non_identifier_names_raise_type_error_at_creation(name):
 @pytest.mark.parametrize("name", ["class", "def", "None", "True", "import", "not valid", "1x"])
 def test_make_dataclass_refusals_are_unchanged(name):
     # README: "metakit changes none of its behaviour": make_dataclass refuses these names the same way
-    plain = outcome_stateful(make_dataclass, "K", [name])
-    ours = outcome_stateful(make_dataclass, "K", [name], bases=(ZeroCopy,))
+    plain = outcome(make_dataclass, "K", [name])
+    ours = outcome(make_dataclass, "K", [name], bases=(ZeroCopy,))
     assert plain[0] == ours[0] == "err"
     assert plain[1:] == ours[1:]
 

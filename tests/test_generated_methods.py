@@ -65,7 +65,6 @@ from tests.records import (
     assert_converts,
     assert_replace_like_dataclasses,
     assert_same_objects,
-    assert_same_objects_semantics,
     bare,
     calls,
     check_all,
@@ -75,10 +74,8 @@ from tests.records import (
     norm_instance,
     norm_outcome,
     outcome,
-    outcome_stateful,
     ref_names,
     reference,
-    reference_dict,
     reference_tuple,
     shown,
     three,
@@ -1293,8 +1290,8 @@ def test_dataclass_behaviour_is_unchanged(plain_cls, zc_cls, opts):
     if opts.get("order"):
         assert (p <= p2) == (z <= z2)
     for proto in range(pickle.HIGHEST_PROTOCOL + 1):
-        zo = outcome_stateful(lambda o: pickle.loads(pickle.dumps(o, proto)), z)  # noqa: B023
-        po = outcome_stateful(lambda o: pickle.loads(pickle.dumps(o, proto)), p)  # noqa: B023
+        zo = outcome(lambda o: pickle.loads(pickle.dumps(o, proto)), z)  # noqa: B023
+        po = outcome(lambda o: pickle.loads(pickle.dumps(o, proto)), p)  # noqa: B023
         assert zo[0] == po[0], (proto, zo, po)
         if po[0] == "err":
             assert zo[1] is po[1]
@@ -1332,7 +1329,7 @@ def test_undecorated_subclass_of_plain_dataclass_function_forms():
 
     c = Child()
     c.extra = 1
-    assert_same_objects(metakit.asdict_zerocopy(c), reference_dict(c))
+    assert_same_objects(metakit.asdict_zerocopy(c), reference(c))
     assert_same_objects(metakit.astuple_zerocopy(c), reference_tuple(c))
     assert type(metakit.replace(c, is_prompt=False)) is Child
 
@@ -1371,11 +1368,9 @@ def test_every_way_of_becoming_a_dataclass():
         obj_dict = getattr(obj, "__dict__", None)
         if obj_dict is not None:
             obj_dict["extra"] = 1
-        assert_same_objects(obj.asdict_zerocopy(), reference_dict(obj), cls.__name__)
+        assert_same_objects(obj.asdict_zerocopy(), reference(obj), cls.__name__)
         assert_same_objects(obj.astuple_zerocopy(), reference_tuple(obj), cls.__name__)
-        assert norm_outcome(outcome_stateful(obj.__replace__)) == norm_outcome(
-            outcome_stateful(dataclasses.replace, obj)
-        )
+        assert norm_outcome(outcome(obj.__replace__)) == norm_outcome(outcome(dataclasses.replace, obj))
         assert cls in metakit.zerocopy_classes()
         metakit.testing.assert_zerocopy_class(cls)
 
@@ -1977,9 +1972,9 @@ def test_skip_fields_is_never_changed(skip):
 
 def test_skip_fields_none_empty_or_every_field():
     obj = three()
-    assert_same_objects_semantics(obj.asdict_zerocopy(None), reference(obj))
-    assert_same_objects_semantics(obj.asdict_zerocopy(skip_fields=None), reference(obj))
-    assert_same_objects_semantics(obj.asdict_zerocopy(()), reference(obj))
+    assert_same_objects(obj.asdict_zerocopy(None), reference(obj))
+    assert_same_objects(obj.asdict_zerocopy(skip_fields=None), reference(obj))
+    assert_same_objects(obj.asdict_zerocopy(()), reference(obj))
     assert obj.asdict_zerocopy(["a", "b", "c", "wrapper"]) == {}
 
 
@@ -2199,8 +2194,8 @@ def test_each_call_returns_a_fresh_dict():
     assert first is not second
     first["a"] = "changed"
     del first["b"]
-    assert_same_objects_semantics(second, reference(obj))
-    assert_same_objects_semantics(obj.asdict_zerocopy(), reference(obj))
+    assert_same_objects(second, reference(obj))
+    assert_same_objects(obj.asdict_zerocopy(), reference(obj))
     assert metakit.asdict_zerocopy(obj) is not metakit.asdict_zerocopy(obj)
 
 
@@ -2219,13 +2214,13 @@ def test_function_forms_work_on_plain_dataclasses():
         a: object
 
     plain = Plain(object(), object())
-    assert_same_objects_semantics(metakit.asdict_zerocopy(plain), {"a": plain.a, "c": plain.c})
+    assert_same_objects(metakit.asdict_zerocopy(plain), {"a": plain.a, "c": plain.c})
     assert metakit.astuple_zerocopy(plain) == (plain.a, plain.c)
     assert metakit.asdict_zerocopy(plain, ["c"]) == {"a": plain.a}
     with pytest.raises(ValueError, match=r"'attn_bias'.*Plain"):
         metakit.asdict_zerocopy(plain, ["attn_bias"])
     slotted = PlainSlots(object())
-    assert_same_objects_semantics(metakit.asdict_zerocopy(slotted), {"a": slotted.a})
+    assert_same_objects(metakit.asdict_zerocopy(slotted), {"a": slotted.a})
     assert not hasattr(Plain, "asdict_zerocopy")
 
 

@@ -49,7 +49,6 @@ from tests.records import (
     _swapped_init,
     assert_converts,
     assert_same_objects,
-    assert_same_objects_semantics,
     bare,
     check_all,
     check_dict,
@@ -58,12 +57,10 @@ from tests.records import (
     is_omitted,
     make_chain,
     norm_outcome,
-    outcome_stateful,
+    outcome,
     ref_names,
     reference,
-    reference_dict,
     reference_tuple,
-    traveling,
 )
 
 
@@ -1208,7 +1205,7 @@ def test_override_that_skips_a_field_through_super():
 
 def test_function_form_never_calls_a_user_override():
     obj = Layer2(object(), object(), object())
-    assert_same_objects_semantics(metakit.asdict_zerocopy(obj), reference(obj))
+    assert_same_objects(metakit.asdict_zerocopy(obj), reference(obj))
     assert metakit.astuple_zerocopy(obj) == (obj.a, obj.b, obj.c)
 
 
@@ -1401,16 +1398,16 @@ class LateChanges(RuleBasedStateMachine):
         k = self.resolve(cls, method, start)
         if k is None:
             if method == "asdict_zerocopy":
-                return ("dict", reference_dict(obj, skip))
+                return ("dict", reference(obj, skip))
             if method == "astuple_zerocopy":
                 return ("tuple", reference_tuple(obj))
-            return ("replace", norm_outcome(outcome_stateful(dataclasses.replace, obj, **(changes or {}))))
+            return ("replace", norm_outcome(outcome(dataclasses.replace, obj, **(changes or {}))))
         tag, calls_super = self.user[(k, method)]
         inner = self.expected(obj, method, cls.__mro__.index(k) + 1, skip, changes) if calls_super else None
         return ("user", tag, inner)
 
     def check_against(self, actual, exp, where, kind):
-        """actual: what the call gave (for replace: an outcome_stateful); exp: what expected() says."""
+        """actual: what the call gave (for replace: an outcome); exp: what expected() says."""
         if exp[0] == "user":
             _, tag, inner = exp
             if kind == "replace" and actual[:1] == ("err",):
@@ -1653,14 +1650,14 @@ class LateChanges(RuleBasedStateMachine):
             if hasattr(obj, "__dict__"):
                 obj.__dict__["not_a_field"] = Val("not a field")
             where = f"{cls.__qualname__}"
-            names = traveling(cls)
+            names = ref_names(cls)
             omitted = [f.name for f in dataclasses.fields(cls) if is_omitted(f)]
             skip = set(names[::2]) | set(omitted)
             given_skip = frozenset(skip)
             # the function forms always run the generated code (README)
-            assert_same_objects(metakit.asdict_zerocopy(obj), reference_dict(obj), where + " function form")
+            assert_same_objects(metakit.asdict_zerocopy(obj), reference(obj), where + " function form")
             assert_same_objects(
-                metakit.asdict_zerocopy(obj, skip_fields=given_skip), reference_dict(obj, skip), where + " fn skip"
+                metakit.asdict_zerocopy(obj, skip_fields=given_skip), reference(obj, skip), where + " fn skip"
             )
             assert_same_objects(metakit.astuple_zerocopy(obj), reference_tuple(obj), where + " fn tuple")
             # the method forms follow the model
@@ -1683,8 +1680,8 @@ class LateChanges(RuleBasedStateMachine):
             # replace: the generated code has dataclasses.replace's semantics, errors included
             init_names = [f.name for f in dataclasses.fields(cls) if f.init]
             changes = {init_names[-1]: Val("changed")} if init_names else {}
-            ref = norm_outcome(outcome_stateful(dataclasses.replace, obj, **changes))
-            got = norm_outcome(outcome_stateful(metakit.replace, obj, **changes))
+            ref = norm_outcome(outcome(dataclasses.replace, obj, **changes))
+            got = norm_outcome(outcome(metakit.replace, obj, **changes))
             assert got == ref, f"{where}: metakit.replace {got!r} != dataclasses.replace {ref!r}"
             exp = self.expected(obj, "__replace__", 0, changes=changes)
             self.check_against(outcome_or_value(obj.__replace__, **changes), exp, where + ".__replace__()", "replace")
@@ -1712,7 +1709,7 @@ class LateChanges(RuleBasedStateMachine):
 
 
 def outcome_or_value(fn, *args, **kwargs):
-    """What a replace-like call gives: an override's ("__ov__", tag, inner) as it is, else an outcome_stateful."""
+    """What a replace-like call gives: an override's ("__ov__", tag, inner) as it is, else an outcome."""
     try:
         r = fn(*args, **kwargs)
     except Exception as error:

@@ -58,7 +58,6 @@ from tests.records import (
     norm_instance,
     norm_outcome,
     outcome,
-    outcome_stateful,
     reference,
     replace_outcomes,
     state,
@@ -1796,14 +1795,14 @@ def test_replace_is_dataclasses_replace(shape, data):
     # README: "The semantics are `dataclasses.replace`'s, to the letter, on every version" and
     # "What `dataclasses.replace` refuses ... raises exactly its exception with exactly its message"
     # README: "You keep the standard `@dataclass` decorator, and metakit changes none of its behaviour"
-    plain = outcome_stateful(build_shape, shape, object)
-    ours = outcome_stateful(build_shape, shape, ZeroCopy)
+    plain = outcome(build_shape, shape, object)
+    ours = outcome(build_shape, shape, ZeroCopy)
     assert plain[0] == ours[0], (plain, ours)
     if plain[0] == "err":
         assert plain[1:] == ours[1:]
         return
     for cls in (plain[1], ours[1]):
-        made = outcome_stateful(cls, **required_kwargs(cls))
+        made = outcome(cls, **required_kwargs(cls))
         if made[0] == "err":
             note(f"cannot make an instance: {made}")
             continue
@@ -1811,8 +1810,8 @@ def test_replace_is_dataclasses_replace(shape, data):
         names = [*cls.__dataclass_fields__, "zz_not_a_field"]
         keys = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=3), label="changed names")
         changes = {k: Val(f"changed {k}") for k in keys}
-        ref = outcome_stateful(dataclasses.replace, obj, **changes)
-        got = outcome_stateful(metakit.replace, obj, **changes)
+        ref = outcome(dataclasses.replace, obj, **changes)
+        got = outcome(metakit.replace, obj, **changes)
         assert full_norm(got) == full_norm(ref), f"metakit.replace: {got!r} != dataclasses.replace: {ref!r}"
         if got[0] == "ok":
             # "Values are never copied."
@@ -1821,9 +1820,9 @@ def test_replace_is_dataclasses_replace(shape, data):
                     assert getattr(got[1], f.name) is getattr(obj, f.name), f.name
         if isinstance(obj, ZeroCopy):
             # "Every class made by ZeroCopyFields gets the code as `__replace__`"
-            assert full_norm(outcome_stateful(obj.__replace__, **changes)) == full_norm(ref)
+            assert full_norm(outcome(obj.__replace__, **changes)) == full_norm(ref)
             if PY313_STATEFUL:
-                assert full_norm(outcome_stateful(copy.replace, obj, **changes)) == full_norm(ref)
+                assert full_norm(outcome(copy.replace, obj, **changes)) == full_norm(ref)
         # the input is never changed
         assert all(isinstance(v, Val) for v in changes.values())
 
@@ -1860,10 +1859,10 @@ def test_plain_dataclass_replace_after_init_assigned_later(what):
             return object.__new__(cls)
 
         Plain.__new__ = staticmethod(__new__)
-    ref = norm_outcome(outcome_stateful(dataclasses.replace, obj, a=5))
+    ref = norm_outcome(outcome(dataclasses.replace, obj, a=5))
     ref_seen = list(seen)
     seen.clear()
-    got = norm_outcome(outcome_stateful(metakit.replace, obj, a=5))
+    got = norm_outcome(outcome(metakit.replace, obj, a=5))
     assert got == ref
     assert seen == ref_seen  # __new__ is called as dataclasses.replace calls it
 
@@ -1884,9 +1883,7 @@ def test_replace_under_a_metaclass_with_a_call_of_its_own_passes_keywords():
         b: int = 2
 
     obj = Rec()
-    assert norm_outcome(outcome_stateful(metakit.replace, obj, a=3)) == norm_outcome(
-        outcome_stateful(dataclasses.replace, obj, a=3)
-    )
+    assert norm_outcome(outcome(metakit.replace, obj, a=3)) == norm_outcome(outcome(dataclasses.replace, obj, a=3))
     assert metakit.replace(obj, a=3) == Rec(a=3, b=2)
 
 
@@ -1918,11 +1915,11 @@ def test_zerocopy_replace_after_init_assigned_later_passes_keywords():
     Rec.__new__ = staticmethod(__new__)
     for o in (obj, shared):
         seen.clear()
-        ref = norm_outcome(outcome_stateful(dataclasses.replace, o, a=5))
+        ref = norm_outcome(outcome(dataclasses.replace, o, a=5))
         ref_seen = list(seen)
         for fn in (metakit.replace, type(o).__replace__):
             seen.clear()
-            assert norm_outcome(outcome_stateful(fn, o, a=5)) == ref
+            assert norm_outcome(outcome(fn, o, a=5)) == ref
             assert seen == ref_seen
 
 
