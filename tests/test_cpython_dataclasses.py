@@ -41,7 +41,7 @@ import pytest
 
 import metakit
 from metakit import ZeroCopyFields
-from metakit._fields import is_omitted
+from tests.records import is_omitted
 
 _SUITE = "test.test_dataclasses"
 # The modules whose classes are made by ZeroCopyFields: the suite and the

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from metakit._fields import included_names
 from metakit.stubgen import main, module_stub, stub_path
+from tests.records import ref_names
 
 PACKAGE = "stubgen_example"
 GOLDEN = Path(__file__).with_name("stubgen_models.pyi.golden")  # the stub of MODELS below
@@ -285,7 +285,7 @@ def test_each_typed_dict_has_exactly_the_keys_that_asdict_returns(package: Path,
     names = ["AttentionMetadata", "FlashInferMetadata", "Redefined", "Box", "IntBox", "FromForeign", "Direct"]
     for name in names:
         for suffix in ("Dict", "PartialDict"):
-            assert typed_dict_keys(stub, f"{name}{suffix}") == list(included_names(getattr(models, name))), name
+            assert typed_dict_keys(stub, f"{name}{suffix}") == ref_names(getattr(models, name)), name
     assert typed_dict_keys(stub, "InnerDict") == ["q"]
 
 
