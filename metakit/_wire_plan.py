@@ -1,25 +1,27 @@
-"""The wire's code for one record class: its field values read, checked and written by generated source.
+"""The wire's ways for one record class: an encoder generated from its fields, and a typed builder.
 
-``metakit.wire`` reads and writes any record through the general path, one
-field at a time through its check.  For the usual record (the class's own
-generated ``asdict_zerocopy``, no custom ``__getstate__``, fields with plain
-names) it also makes, the first time a record of the class travels, two
-functions written for the class, as ``ZeroCopyFields`` does for
-``asdict_zerocopy``:
+``metakit.wire`` reads and writes any record the general way, one field at a
+time through its check.  For the usual record it also makes, the first time
+a record of the class travels, what is written for the class:
 
-- ``encode(obj, packer)`` reads each field that travels as an attribute and
-  returns the list of values the header holds.  A value whose type alone
-  says it passes its field's check (an ``int`` within 64 bits for an
-  ``int`` field, a ``torch.Tensor`` for a tensor field) is written inline;
-  any other goes through ``packer.field``, the general path, which checks
-  it and raises the ``TypeError`` that names the field.
-- ``build(cls, values, field)`` takes those values on the receiver, checks
-  them the same way (any value not passed inline goes to ``field``, which
-  raises the ``WireError`` that names the field) and calls
-  ``cls(name=value, ...)``.
+- on the sender, ``encode(obj, packer)``, generated from source as
+  ``ZeroCopyFields`` generates ``asdict_zerocopy`` (for a class whose
+  ``asdict_zerocopy`` is its own generated one and that has no
+  ``__getstate__`` of its own).  It reads each field that travels as an
+  attribute and returns the list of values the header holds.  A value whose
+  type alone says it passes its field's check (an ``int`` for an ``int``
+  field, a ``torch.Tensor`` for a tensor field, a list of ints for a
+  ``list[int]`` field) is written inline; any other goes through
+  ``packer.field``, the general way, which checks it and raises the
+  ``TypeError`` that names the field.
+- on the receiver, a ``Builder``: a msgspec decoder typed from the
+  annotations, which checks in C every field whose check a msgspec type
+  makes exactly, then a loop over the other fields' checks, then the call
+  of the class.  The receiver compiles nothing: what a peer sends never
+  makes it run ``compile`` or ``exec``.
 
-The functions hold no reference to the class, so that a class stays
-collectable: the receiver passes it in.
+Neither holds a reference to the class, so that a class stays collectable:
+the class is passed in.
 """
 
 from __future__ import annotations
@@ -41,20 +43,42 @@ class Refused(TypeError):
     """A value that cannot travel; the message says what it is, the caller adds which field."""
 
 
-class Plan(NamedTuple):
-    """A record class's generated wire functions, and what must still hold for them to apply."""
+class Encoder(NamedTuple):
+    """A record class's generated ``encode``, and what must still hold for it to apply."""
 
-    encode: Callable[[object, Any], list[Any]] | None
-    """``None`` where ``asdict_zerocopy`` or ``__getstate__`` is the class's own, or ``__init__`` needs more."""
-    build: Callable[[type, list[Any], Any], object] | None
-    """``None`` where the class has ``init=False`` fields, which the general path sets after ``__init__``."""
-    values: msgspec.msgpack.Decoder[tuple[Any, ...]]
-    """Reads the values that ``build`` takes: typed, so that msgspec checks in C each field whose check it can make
-    exactly (its ``exact`` type); ``build`` checks the others."""
+    encode: Callable[[object, Any], list[Any]]
     asdict: object
     """The class's own generated ``asdict_zerocopy``: ``encode`` reads what it returns, while the class holds it."""
     getstate: object
     """The class's ``__getstate__`` (Python's or dataclasses'), which sends what ``asdict_zerocopy`` says."""
+
+
+class Checked(NamedTuple):
+    """A field that the typed decoder does not check: ``Builder`` checks it as ``encode`` does."""
+
+    position: int
+    name: str
+    passing: frozenset[type]
+    lists: frozenset[type]
+
+
+class Builder(NamedTuple):
+    """How a receiver reads a record class's values and calls the class."""
+
+    values: msgspec.msgpack.Decoder[tuple[Any, ...]]
+    """Reads the values: typed, so that msgspec checks in C each field whose check it can make exactly."""
+    checked: tuple[Checked, ...]
+    """The other fields, each checked in Python."""
+    names: tuple[str, ...]
+
+    def build(self, cls: type, values: tuple[Any, ...], field: Callable[[type, str, object], None]) -> object:
+        """Check the values that msgspec did not, then call *cls*; *field* raises for a value that fails."""
+        for position, name, passing, lists in self.checked:
+            value = values[position]
+            kind = type(value)
+            if kind not in passing and not (kind is list and lists and lists.issuperset(map(type, value))):
+                field(cls, name, value)
+        return cls(**dict(zip(self.names, values, strict=True)))
 
 
 def plain_names(names: tuple[str, ...]) -> bool:
@@ -62,39 +86,16 @@ def plain_names(names: tuple[str, ...]) -> bool:
     return all(name.isidentifier() and not keyword.iskeyword(name) for name in names)
 
 
-def make_plan(  # noqa: PLR0917  # what the class's codec knows
-    qualname: str,
-    names: tuple[str, ...],
-    checks: FieldChecks,
-    encodes: bool,
-    later: bool,
-    asdict: object,
-    getstate: object,
-    ext_hook: Callable[[int, memoryview], Any],
-) -> Plan:
-    """Generate ``encode`` and ``build`` for the class whose travelling fields are *names* (all plain)."""
-    namespace: dict[str, Any] = {"Tensor": torch.Tensor, "Refused": Refused}
-    encode = ["def encode(obj, packer):", "    tensor = packer.tensor", "    field = packer.field"]
-    build = ["def build(cls, values, field):"]
-    if names:
-        build.append(f"    {''.join(f'v{index}, ' for index in range(len(names)))}= values")
+def make_builder(names: tuple[str, ...], checks: FieldChecks, ext_hook: Callable[[int, memoryview], Any]) -> Builder:
+    """The ``Builder`` of a class whose travelling fields are *names*, all of them ``__init__`` arguments."""
     types = [_decodable(checks.exact(name)) for name in names]
-    for index, name in enumerate(names):
-        passing, lists = checks.passing(name), checks.lists(name)
-        namespace[f"passing{index}"], namespace[f"lists{index}"] = passing, lists
-        namespace[f"as_is{index}"] = passing & _AS_IS
-        encode.append(f"    v{index} = obj.{name}")
-        encode += _encode_value(index, name, passing, lists)
-        if types[index] is Any:  # msgspec checked the others
-            build += _build_check(index, name, passing, lists)
-    encode.append(f"    return [{', '.join(f'v{index}' for index in range(len(names)))}]")
-    build.append(f"    return cls({', '.join(f'{name}=v{index}' for index, name in enumerate(names))})")
-    source = "\n".join(encode) + "\n\n" + "\n".join(build) + "\n"
-    exec(compile(source, f"<metakit.wire {qualname}>", "exec"), namespace)  # made from field names
-    values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(types)), ext_hook=ext_hook)
-    return Plan(
-        namespace["encode"] if encodes else None, None if later else namespace["build"], values, asdict, getstate
+    checked = tuple(
+        Checked(index, name, checks.passing(name), checks.lists(name))
+        for index, (name, exact) in enumerate(zip(names, types, strict=True))
+        if exact is Any
     )
+    values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(types)), ext_hook=ext_hook)
+    return Builder(values, checked, names)
 
 
 def _decodable(exact: object) -> object:
@@ -104,6 +105,22 @@ def _decodable(exact: object) -> object:
     except TypeError:
         return Any
     return exact
+
+
+def make_encoder(
+    qualname: str, names: tuple[str, ...], checks: FieldChecks, asdict: object, getstate: object
+) -> Encoder:
+    """Generate ``encode`` for the class whose travelling fields are *names* (all plain, see ``plain_names``)."""
+    namespace: dict[str, Any] = {"Tensor": torch.Tensor, "Refused": Refused}
+    lines = ["def encode(obj, packer):", "    tensor = packer.tensor", "    field = packer.field"]
+    for index, name in enumerate(names):
+        passing, lists = checks.passing(name), checks.lists(name)
+        namespace[f"lists{index}"], namespace[f"as_is{index}"] = lists, passing & _AS_IS
+        lines.append(f"    v{index} = obj.{name}")
+        lines += _encode_value(index, name, passing, lists)
+    lines.append(f"    return [{', '.join(f'v{index}' for index in range(len(names)))}]")
+    exec(compile("\n".join(lines) + "\n", f"<metakit.wire {qualname}>", "exec"), namespace)
+    return Encoder(namespace["encode"], asdict, getstate)
 
 
 def _encode_value(index: int, name: str, passing: frozenset[type], lists: frozenset[type]) -> list[str]:
@@ -141,17 +158,3 @@ def _encode_value(index: int, name: str, passing: frozenset[type], lists: frozen
     else:
         lines.append(f"    {general}")
     return lines
-
-
-def _build_check(index: int, name: str, passing: frozenset[type], lists: frozenset[type]) -> list[str]:
-    """The lines that check ``v<index>``, as it arrived for the field *name*: ``field`` raises if it must."""
-    value = f"v{index}"
-    general = f"field(cls, {name!r}, {value})"
-    tests = []
-    if passing:
-        tests.append(f"type({value}) not in passing{index}")
-    if lists:
-        tests.append(f"not (type({value}) is list and lists{index}.issuperset(map(type, {value})))")
-    if not tests:
-        return [f"    {general}"]
-    return [f"    if {' and '.join(tests)}:", f"        {general}"]

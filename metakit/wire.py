@@ -89,7 +89,7 @@ import torch
 from metakit._codegen import holds_generated
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
-from metakit._wire_plan import Plan, make_plan, plain_names
+from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, plain_names
 from metakit._wire_plan import Refused as _Refused
 from metakit._wire_types import FieldChecks, field_checks, mismatch
 
@@ -298,8 +298,9 @@ class _Codec:
     """
 
     __slots__ = (
+        "_builder",
         "_checks",
-        "_plan",
+        "_encoder",
         "default_names",
         "digest",
         "fields",
@@ -327,30 +328,38 @@ class _Codec:
             p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         )
         self._checks: FieldChecks | None = None
-        self._plan: Plan | bool | None = False
-        """The generated functions (made when a record first travels); ``None`` where the class cannot have them."""
+        self._encoder: Encoder | bool | None = False
+        self._builder: Builder | bool | None = False
 
     def checks(self, cls: type) -> FieldChecks:
         if self._checks is None:
             self._checks = field_checks(cls)
         return self._checks
 
-    def plan(self, cls: type) -> Plan | None:
-        """The class's generated encoding and building, made the first time it is asked for."""
-        if self._plan is False:
-            self._plan = self._make_plan(cls)
-        return self._plan  # type: ignore[return-value]
+    def encoder(self, cls: type) -> Encoder | None:
+        """The class's generated ``encode``, made the first time it is asked for; ``None`` where it has none.
 
-    def _make_plan(self, cls: type) -> Plan | None:
-        names = self.default_names
-        if not plain_names(names):
-            return None
-        asdict = vars(cls).get("asdict_zerocopy")
-        # What a record sends is what its own asdict_zerocopy() returns: the
-        # generated one returns the fields that are not OMIT, read as attributes.
-        encodes = holds_generated(vars(cls), asdict) and _custom_getstate(cls) is None and self.required.issubset(names)
-        getstate = getattr(cls, "__getstate__", None)
-        return make_plan(cls.__qualname__, names, self.checks(cls), encodes, self.later, asdict, getstate, _extension)
+        What a record sends is what its own ``asdict_zerocopy()`` returns: the
+        generated one returns the fields that are not ``OMIT``, read as attributes.
+        """
+        if self._encoder is False:
+            asdict = vars(cls).get("asdict_zerocopy")
+            names = self.default_names
+            self._encoder = (
+                make_encoder(cls.__qualname__, names, self.checks(cls), asdict, getattr(cls, "__getstate__", None))
+                if holds_generated(vars(cls), asdict)
+                and _custom_getstate(cls) is None
+                and self.required.issubset(names)
+                and plain_names(names)
+                else None
+            )
+        return self._encoder  # type: ignore[return-value]
+
+    def builder(self, cls: type) -> Builder | None:
+        """How the receiver reads the class's usual values, made the first time; ``None`` with ``init=False`` fields."""
+        if self._builder is False:
+            self._builder = None if self.later else make_builder(self.default_names, self.checks(cls), _extension)
+        return self._builder  # type: ignore[return-value]
 
 
 if sys.version_info >= (3, 14):
@@ -512,8 +521,8 @@ def pack_outgoing(
     packer = _Packer(lanes, allow_pickle, own_buffer)
     try:
         body = _encoder.encode(packer.record(obj, cls, skip_fields))
-    except OverflowError:
-        # An int beyond 64 bits: the general way says which field holds it.
+    except (OverflowError, UnicodeEncodeError):
+        # An int beyond 64 bits, or a str that is not UTF-8: the strict way says which field holds it.
         _Packer(lanes, allow_pickle, own_buffer, strict=True).record(obj, cls, skip_fields)
         raise
     sizes = [*packer.pool_nbytes, *(own.nbytes for own in packer.own)]
@@ -552,7 +561,8 @@ class _Packer:
 
     def __init__(self, lanes: Mapping[str, int], allow_pickle: bool, own_buffer: int, *, strict: bool = False) -> None:
         self.strict = strict
-        """Whether to check every int's range in Python, to name the field of one that msgspec refused."""
+        """Whether to check every int's range and every str's text in Python, to name the field of one that
+        msgspec refused."""
         self.lanes = lanes
         self.own_buffer = own_buffer
         self.allow_pickle = allow_pickle
@@ -573,16 +583,15 @@ class _Packer:
     def record(self, obj: object, cls: type, skip_fields: Iterable[str] | None) -> list[Any]:
         """The body of one record: ``[class, digest, names, values]``."""
         codec = _codec(cls)
-        plan = codec.plan(cls)
+        encoder = codec.encoder(cls)
         if (
-            plan is not None
-            and plan.encode is not None
+            encoder is not None
             and not self.strict
             and skip_fields is None
-            and cls.asdict_zerocopy is plan.asdict  # type: ignore[attr-defined]
-            and getattr(cls, "__getstate__", None) is plan.getstate
+            and getattr(obj.asdict_zerocopy, "__func__", None) is encoder.asdict  # type: ignore[attr-defined]
+            and getattr(cls, "__getstate__", None) is encoder.getstate
         ):
-            return [codec.name, codec.digest, None, plan.encode(obj, self)]
+            return [codec.name, codec.digest, None, encoder.encode(obj, self)]
         chosen = _travelling(obj, cls, codec, skip_fields)
         values = [self.field(obj, name, value) for name, value in chosen.items()]
         if len(chosen) == len(codec.default_names) and tuple(chosen) == codec.default_names:
@@ -596,7 +605,7 @@ class _Packer:
         codec = _codec(cls)
         if not codec.checks(cls).checks[name](value):
             raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
-        if kind in _PLAIN and (kind is not int or _MIN_INT <= value <= _MAX_INT):  # type: ignore[operator]
+        if kind in _PLAIN and not self.strict and (kind is not int or _MIN_INT <= value <= _MAX_INT):  # type: ignore[operator]
             return value
         try:
             return self.tensor(value) if kind is _Tensor else self.value(value)  # type: ignore[arg-type]
@@ -612,6 +621,8 @@ class _Packer:
         if kind in _PLAIN:
             if kind is int and not _MIN_INT <= value <= _MAX_INT:  # type: ignore[operator]
                 raise _Refused(f"the int {value} does not fit in 64 bits")
+            if kind is str and self.strict:
+                _check_text(value)  # type: ignore[arg-type]
             return value
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
@@ -635,14 +646,21 @@ class _Packer:
     def plain_list(self, value: list[Any]) -> list[Any]:
         # The usual list, of ints or of other plain values, is checked in C and travels as it is.
         kinds = set(map(type, value))
-        if kinds <= _SCALARS or (kinds <= _INTS and min(value) >= _MIN_INT and max(value) <= _MAX_INT):
+        if not self.strict and (
+            kinds <= _SCALARS or (kinds <= _INTS and min(value) >= _MIN_INT and max(value) <= _MAX_INT)
+        ):
             return value
         return [self.value(item) for item in value]
 
     def plain_dict(self, value: dict[Any, Any]) -> dict[str | int, Any]:
         for key in value:
-            if type(key) is not str and type(key) is not int:
+            if type(key) is str:
+                if self.strict:
+                    _check_text(key)
+            elif type(key) is not int:
                 raise _Refused(f"a dict key of type {type(key).__qualname__} cannot travel (only str and int)")
+            elif not _MIN_INT <= key <= _MAX_INT:
+                raise _Refused(f"the int dict key {key} does not fit in 64 bits")
         return {key: self.value(item) for key, item in value.items()}
 
     def other(self, value: object, kind: type) -> Any:
@@ -738,6 +756,13 @@ class _Packer:
             if offset >= 0 and offset + extent <= nbytes and not offset % itemsize:
                 return index, offset
         return None
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        raise _Refused(f"the str {text[:40]!r} is not UTF-8 text: {error.reason}") from None
 
 
 def _pickled(value: object) -> bytes:
@@ -1050,7 +1075,6 @@ def _extension(code: int, data: memoryview) -> Any:
 _decoder: Final = msgspec.msgpack.Decoder(ext_hook=_extension)
 _BODY: Final = msgspec.msgpack.Decoder(tuple[str, int, Any, msgspec.Raw])
 """Reads a record's body, ``[class, digest, names, values]``, leaving its values to be read once the class is known."""
-_PLAIN_DECODER: Final = msgspec.msgpack.Decoder()
 
 
 class _Reader:
@@ -1125,8 +1149,10 @@ class _Reader:
     def tensor(self, data: memoryview) -> torch.Tensor:
         """The tensor of one spec: the usual one made here, any other by ``placed``."""
         index = len(self.tensors)
-        ndim = data[2] if len(data) > 2 else -1
-        if not 0 <= ndim <= _MAX_DIMS or len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
+        if len(data) < 3:
+            raise WireError(f"tensor {index}'s spec is cut short")
+        ndim = data[2]
+        if ndim > _MAX_DIMS or len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
             raise WireError(f"tensor {index}'s spec is not {ndim} dimensions long")
         spec = _SPECS[data[1] & _LAYOUT][ndim].unpack(data)
         code, flags, _, kind, reference, offset = spec[:6]
@@ -1216,7 +1242,9 @@ class _Reader:
 
     def same(self, index: int, reference: int, spec: tuple[int, ...]) -> torch.Tensor:
         """The tensor *reference* again: a tensor object that was sent twice."""
-        if reference >= index or any(spec[:3]) or spec[5] or len(spec) != 6:
+        if any(spec[:3]) or spec[5] or len(spec) != 6:
+            raise WireError(f"tensor {index} is said to be tensor {reference} again, but its spec says more")
+        if reference >= index:
             raise WireError(f"tensor {index} is said to be tensor {reference}, which did not arrive before it")
         self.tensors.append(self.tensors[reference])
         return self.tensors[reference]
@@ -1291,15 +1319,9 @@ class _Reader:
                 f"{qualname} has the fields {codec.fields} here, but the sender's differ: "
                 "do both sides run the same code?"
             )
-        plan = codec.plan(cls) if positions is None else None
-        if plan is not None and plan.build is not None:
-            values = self.typed_values(plan, raw, cls, codec.default_names, where)
-            try:
-                return plan.build(cls, values, _field)
-            except _Mismatched:
-                raise
-            except Exception as error:
-                raise WireError(f"{qualname}(...) raised {type(error).__name__}: {error}") from None
+        builder = codec.builder(cls) if positions is None else None
+        if builder is not None:
+            return self.typed_record(builder, raw, cls, where)
         names = codec.default_names if positions is None else self._names(codec, positions, qualname)
         return self.general_record(cls, codec, names, raw, where)
 
@@ -1326,29 +1348,38 @@ class _Reader:
             object.__setattr__(record, name, values[names.index(name)])
         return record
 
-    def typed_values(self, plan: Plan, raw: msgspec.Raw, cls: type, names: tuple[str, ...], where: str) -> Any:
-        """The values of a record whose class has a plan, read by its typed decoder."""
+    def typed_record(self, builder: Builder, raw: msgspec.Raw, cls: type, where: str) -> object:
+        """A record of *cls* whose values its typed decoder reads; any it refuses are read again the general way."""
+        before = self.mark()
         try:
-            return plan.values.decode(raw)
-        except msgspec.ValidationError as error:
-            problem = str(error)
+            values = builder.values.decode(raw)
+        except msgspec.ValidationError:
+            # Read the values again as the general way does, from where the first reading
+            # started: it decides, and names the field and what it holds.
+            self.rewind(before)
+            return self.general_record(cls, _codec(cls), builder.names, raw, where)
         except WireError:
             raise
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
             raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
-        # Say what is wrong as the general way does: read the values again, as plain msgpack.
         try:
-            values = _PLAIN_DECODER.decode(raw)
-        except Exception as error:  # a msgpack timestamp that is not one
-            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
-        if type(values) is not list:
-            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
-        if len(values) != len(names):
-            raise WireError(f"{cls.__qualname__}: {len(names)} fields travel, but {len(values)} values arrived")
-        for name, value in zip(names, values, strict=True):
-            if type(value) is not msgspec.msgpack.Ext:
-                _field(cls, name, value)
-        raise WireError(f"{cls.__qualname__}: {problem}")
+            return builder.build(cls, values, _field)
+        except _Mismatched:
+            raise
+        except Exception as error:
+            raise WireError(f"{cls.__qualname__}(...) raised {type(error).__name__}: {error}") from None
+
+    def mark(self) -> tuple[int, list[int], int]:
+        """Where reading stands: the tensors and records read so far, and where each buffer's bytes are taken to."""
+        return len(self.tensors), list(self.ends), len(self.records)
+
+    def rewind(self, mark: tuple[int, list[int], int]) -> None:
+        """Forget what was read since *mark*."""
+        tensors, ends, records = mark
+        for index in range(tensors, len(self.tensors)):
+            self.regions.pop(index, None)
+        del self.tensors[tensors:], self.records[records:]
+        self.ends[:] = ends
 
     @staticmethod
     def _names(codec: _Codec, positions: object, qualname: str) -> tuple[str, ...]:

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import pytest
 import torch
+from engine_records import KernelWrapper, WrapperMetadata
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from engine_records import KernelWrapper, WrapperMetadata
 
 from metakit import ZeroCopy, wire
 from metakit.examples.engine import example_records
@@ -120,8 +121,6 @@ def test_the_sender_refuses_what_breaks_the_annotations(changes: dict[str, Any],
     ],
 )
 def test_the_receiver_names_the_field_that_breaks_the_annotations(index: int, value: object, message: str) -> None:
-    import msgspec
-
     header, buffers = wire.pack(_mixed())
     count = wire.buffer_count(header)
     start = 8 + 9 * count
@@ -186,8 +185,6 @@ _PLAIN_VALUES = st.recursive(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_typed_way_and_the_general_way_take_and_refuse_the_same_values(data: st.DataObject) -> None:
-    import msgspec
-
     header, buffers = wire.pack(_mixed())
     start = 8 + 9 * wire.buffer_count(header)
     body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
@@ -206,3 +203,49 @@ def test_the_typed_way_and_the_general_way_take_and_refuse_the_same_values(data:
                 [(type(value), value) for value in back.astuple_zerocopy() if not isinstance(value, torch.Tensor)]
             )
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "message"),
+    [
+        (0, msgspec.msgpack.Ext(2, msgspec.msgpack.encode([1, 2])), "Expected `int`, got `tuple` - at `$.count`"),
+        (5, msgspec.msgpack.Ext(2, msgspec.msgpack.encode([1])), "Expected `list | None`, got `tuple` - at `$.lens`"),
+        (5, [1, msgspec.msgpack.Ext(4, b"float32")], "Expected `int`, got `dtype` - at `$.lens[1]`"),
+        (3, msgspec.msgpack.Ext(5, b"cpu"), "Expected `str`, got `device` - at `$.name`"),
+    ],
+)
+def test_an_extension_where_a_plain_value_belongs_is_named_as_the_general_way_names_it(
+    index: int, value: object, message: str
+) -> None:
+    header, buffers = wire.pack(_mixed())
+    start = 8 + 9 * wire.buffer_count(header)
+    body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
+    body[3][index] = value
+    for names in (None, list(range(len(body[3])))):  # the typed way, then the general way
+        changed = header[:start] + msgspec.msgpack.encode([body[0], body[1], names, body[3]])
+        with pytest.raises(WireError, match=message.replace("$", r"\$").replace("[", r"\[").replace("|", r"\|")):
+            wire.unpack(changed, buffers)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({1 << 64: 1}, "the int dict key 18446744073709551616 does not fit in 64 bits"),
+        ([{-(1 << 63) - 1: 0}], "does not fit in 64 bits"),
+        ("\ud800", "is not UTF-8 text"),
+        ({"\udc80": 1}, "is not UTF-8 text"),
+        (["ok", ("\ud800",)], "is not UTF-8 text"),
+    ],
+)
+def test_what_msgspec_cannot_write_is_refused_naming_the_field_both_ways(value: object, problem: str) -> None:
+    for skip_fields in (None, ()):
+        with pytest.raises(TypeError, match=rf"field 'anything' of Mixed cannot be sent \(\$\.anything\): .*{problem}"):
+            wire.pack(_mixed(anything=value), skip_fields=skip_fields)
+
+
+def test_an_asdict_zerocopy_set_on_the_instance_is_honoured() -> None:
+    record = _mixed()
+    record.asdict_zerocopy = lambda skip_fields=None: {  # type: ignore[method-assign]
+        name: value for name, value in Mixed.asdict_zerocopy(record).items() if name != "anything"
+    }
+    assert wire.unpack(*wire.pack(record)).anything is None
