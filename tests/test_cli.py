@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -526,27 +525,6 @@ def test_stubgen_writes_stubs(cli):
     rec_dict = stub.split("class RecDict(")[1].split("\n\n")[0]
     assert "a: int" in rec_dict
     assert "w:" not in rec_dict
-
-
-def test_ctrl_c_exits_130_without_traceback(cli):
-    # README: "Ctrl-C exits with 130, without a traceback."
-    import signal
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "metakit", "bench", "--quick"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=cli.tmp,
-        env=cli.env,
-    )
-    line = proc.stdout.readline()
-    assert "benchmark" in line
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, (proc.returncode, err[-800:])
-    assert "Traceback" not in err
 
 
 MODULE = "metakit_cli_example"
