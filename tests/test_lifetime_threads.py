@@ -769,7 +769,7 @@ def test_threads_subclasses_created_while_base_overrides_change():
 
 def test_threads_subclass_created_while_base_override_assigned():
     wrong = []
-    for _ in range(250):
+    for _ in range(120):
         _Root, Mid, _Leaf = _fresh_chain()
         made = []
         started = threading.Event()
@@ -1665,7 +1665,7 @@ def test_thousands_of_distinct_classes_nothing_retained_time_linear():
     times = []
     for batch in range(3):
         t0 = time.process_time()
-        for i in range(800):
+        for i in range(300):  # 900 layouts in all, past the 256 the README says are kept
             n = i % 24 + 1
             C = make_dataclass(
                 f"Many{batch}_{i}", [(f"b{batch}i{i}f{j}", int, field(default=j)) for j in range(n)], bases=(ZeroCopy,)
