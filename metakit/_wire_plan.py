@@ -26,7 +26,10 @@ the class is passed in.
 
 from __future__ import annotations
 
+import inspect
 import keyword
+import types
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -70,15 +73,34 @@ class Builder(NamedTuple):
     checked: tuple[Checked, ...]
     """The other fields, each checked in Python."""
     names: tuple[str, ...]
+    init: weakref.ref[Callable[..., None]] | None
+    """The ``__init__`` whose first parameters are *names*, in order, if the class had one: while the class
+    still has it (and no ``__new__`` of its own), its values are passed by position, the same call and faster."""
 
-    def build(self, cls: type, values: tuple[Any, ...], field: Callable[[type, str, object], None]) -> object:
+    def build(self, cls: Any, values: tuple[Any, ...], field: Callable[[type, str, object], None]) -> object:
         """Check the values that msgspec did not, then call *cls*; *field* raises for a value that fails."""
         for position, name, passing, lists in self.checked:
             value = values[position]
             kind = type(value)
             if kind not in passing and not (kind is list and lists and lists.issuperset(map(type, value))):
                 field(cls, name, value)
+        if self.init is not None and cls.__init__ is self.init() and cls.__new__ is _OBJECT_NEW:
+            return cls(*values)
         return cls(**dict(zip(self.names, values, strict=True)))
+
+
+_OBJECT_NEW: Final[Any] = object.__new__
+
+
+def positional_init(cls: Any, names: tuple[str, ...]) -> Callable[..., None] | None:
+    """*cls*'s ``__init__``, if its first parameters after ``self`` are *names*, in order, and take positions."""
+    init = cls.__init__
+    if cls.__new__ is not _OBJECT_NEW or not isinstance(init, types.FunctionType):
+        return None
+    parameters = list(inspect.signature(init).parameters.values())[1 : 1 + len(names)]
+    if [p.name for p in parameters] != list(names) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters):
+        return None
+    return init
 
 
 def plain_names(names: tuple[str, ...]) -> bool:
@@ -86,7 +108,12 @@ def plain_names(names: tuple[str, ...]) -> bool:
     return all(name.isidentifier() and not keyword.iskeyword(name) for name in names)
 
 
-def make_builder(names: tuple[str, ...], checks: FieldChecks, ext_hook: Callable[[int, memoryview], Any]) -> Builder:
+def make_builder(
+    names: tuple[str, ...],
+    checks: FieldChecks,
+    ext_hook: Callable[[int, memoryview], Any],
+    init: Callable[..., None] | None,
+) -> Builder:
     """The ``Builder`` of a class whose travelling fields are *names*, all of them ``__init__`` arguments."""
     types = [_decodable(checks.exact(name)) for name in names]
     checked = tuple(
@@ -95,7 +122,7 @@ def make_builder(names: tuple[str, ...], checks: FieldChecks, ext_hook: Callable
         if exact is Any
     )
     values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(types)), ext_hook=ext_hook)
-    return Builder(values, checked, names)
+    return Builder(values, checked, names, None if init is None else weakref.ref(init))
 
 
 def _decodable(exact: object) -> object:

@@ -89,7 +89,7 @@ import torch
 from metakit._codegen import holds_generated
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
-from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, plain_names
+from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, plain_names, positional_init
 from metakit._wire_plan import Refused as _Refused
 from metakit._wire_types import FieldChecks, field_checks, mismatch
 
@@ -358,7 +358,10 @@ class _Codec:
     def builder(self, cls: type) -> Builder | None:
         """How the receiver reads the class's usual values, made the first time; ``None`` with ``init=False`` fields."""
         if self._builder is False:
-            self._builder = None if self.later else make_builder(self.default_names, self.checks(cls), _extension)
+            names = self.default_names
+            self._builder = (
+                None if self.later else make_builder(names, self.checks(cls), _extension, positional_init(cls, names))
+            )
         return self._builder  # type: ignore[return-value]
 
 

@@ -249,3 +249,70 @@ def test_an_asdict_zerocopy_set_on_the_instance_is_honoured() -> None:
         name: value for name, value in Mixed.asdict_zerocopy(record).items() if name != "anything"
     }
     assert wire.unpack(*wire.pack(record)).anything is None
+
+
+def test_values_reach_init_by_name_when_its_parameters_are_in_another_order() -> None:
+    @dataclass(init=False)
+    class Swapped(ZeroCopy):
+        a: int
+        b: str
+
+        def __init__(self, b: str, a: int) -> None:
+            self.a, self.b = a, b
+
+    back = wire.unpack(*wire.pack(Swapped("x", 1)))
+    assert (back.a, back.b) == (1, "x")
+
+
+def test_an_init_replaced_after_a_record_arrived_is_called_by_name() -> None:
+    @dataclass
+    class Late(ZeroCopy):
+        a: int
+        b: str
+
+    packed = wire.pack(Late(1, "x"))
+    assert wire.unpack(*packed).a == 1
+
+    def swapped(self: Late, b: str, a: int) -> None:
+        self.a, self.b = a, b
+
+    Late.__init__ = swapped  # type: ignore[method-assign]
+    back = wire.unpack(*packed)
+    assert (back.a, back.b) == (1, "x")
+
+
+def test_a_class_with_its_own_new_gets_its_values_by_name() -> None:
+    seen: list[dict[str, Any]] = []
+
+    @dataclass
+    class Logged(ZeroCopy):
+        a: int
+        b: str
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Logged:
+            seen.append(kwargs)
+            return super().__new__(cls)
+
+    wire.unpack(*wire.pack(Logged(1, "x")))
+    assert seen[-1] == {"a": 1, "b": "x"}
+
+
+def test_a_class_whose_init_holds_it_is_collected_after_it_travelled() -> None:
+    import gc
+    import weakref
+
+    def make() -> weakref.ref[type]:
+        @dataclass
+        class Held(ZeroCopy):
+            a: int
+
+            def __init__(self, a: int) -> None:
+                super().__init__()
+                self.a = a
+
+        assert wire.unpack(*wire.pack(Held(1))).a == 1
+        return weakref.ref(Held)
+
+    gone = make()
+    gc.collect()
+    assert gone() is None
