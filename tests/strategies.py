@@ -3,7 +3,8 @@
 Two generators, both compared against a plain reference by the tests that use them:
 
 - ``shape_specs``/``class_options`` draw a flat record shape (names from ``NAME_POOL``, which
-  holds names that collide with generated code's locals, and one of the field ``KINDS``) and
+  holds names that collide with generated code's locals, helpers and builtins, and one of the
+  field ``KINDS``) and
   ``build_shape`` makes it, with ``ZeroCopy`` or with no base at all for the plain twin;
   ``sub_shape_specs`` and ``build_hierarchy`` add a subclass on top.
 - ``hierarchies`` draws up to three classes, each a subclass of the one before, with random
@@ -43,6 +44,23 @@ NAME_POOL = [
     "arguments",
     "tuple",
     "KeyError",
+    "TypeError",
+    "isinstance",
+    "str",
+    "bytes",
+    "print",
+    "len",
+    "getattr",
+    "object",
+    "match",
+    "case",
+    "_",
+    "é",
+    "x" * 40,
+    "_skip_fields_text",
+    "_check_skipped",
+    "_skip_fields_failed",
+    "_replace_by_dataclasses",
 ]
 
 
