@@ -1,6 +1,6 @@
 """The suite's Hypothesis strategies and the builders that turn what they draw into classes.
 
-Two generators, both compared against a plain reference by the tests that use them:
+Three generators, all compared against a plain reference by the tests that use them:
 
 - ``shape_specs``/``class_options`` draw a flat record shape (names from ``NAME_POOL``, which
   holds names that collide with generated code's locals, helpers and builtins, and one of the
@@ -12,9 +12,14 @@ Two generators, both compared against a plain reference by the tests that use th
   post-init attributes and overrides through ``super()`` (as attrs' ``tests/strategies.py`` does
   for attrs classes); ``build_hierarchy_levels`` and ``instantiate`` make the classes and an
   instance with a fresh object in every field.
+- ``replace_shapes`` draws a class and, optionally, a subclass of it made in one of the ways
+  that change how ``replace`` must call the class (decorated, undecorated, with its own
+  ``__init__`` or ``__new__``, assigned later); ``build_replace_shape`` makes it on ``ZeroCopy``
+  or on ``object`` for the plain twin.
 """
 
 import dataclasses
+import textwrap
 import types
 from dataclasses import KW_ONLY, InitVar, dataclass, field, fields, make_dataclass
 from typing import Any, ClassVar
@@ -22,6 +27,7 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 
 from metakit import OMIT, ZeroCopy
+from tests.records import Val
 
 NAME_POOL = [
     "a",
@@ -368,3 +374,192 @@ def post_init_runs(levels: list[Level]) -> bool:
     """
     last = max(depth for depth, level in enumerate(levels) if level.decorated)
     return any(level.post_init for level in levels[: last + 1])
+
+
+ALL_KINDS = [
+    "plain",
+    "default",
+    "factory",
+    "init_false",
+    "init_false_factory",
+    "init_false_nodefault",
+    "initvar",
+    "initvar_default",
+    "classvar",
+    "kw_only",
+    "kw_only_default",
+    "omit",
+]
+
+
+REPLACE_NAMES = ["a", "b", "c", "self", "obj", "changes", "d", "name", "error", "arguments", "cls"]
+
+
+def shape_entry(name, kind, label):  # noqa: PLR0911 - one return per field kind
+    if kind == "plain":
+        return int, dataclasses.MISSING
+    if kind == "default":
+        return int, Val(f"{label}.{name}")
+    if kind == "factory":
+        return list, field(default_factory=lambda: [label, name])
+    if kind == "init_false":
+        return int, field(init=False, default=Val(f"{label}.{name}.nf"))
+    if kind == "init_false_factory":
+        return list, field(init=False, default_factory=lambda: [label, name, "nf"])
+    if kind == "init_false_nodefault":
+        return int, field(init=False)
+    if kind == "initvar":
+        return InitVar[int], dataclasses.MISSING
+    if kind == "initvar_default":
+        return InitVar[int], Val(f"{label}.{name}.iv")
+    if kind == "classvar":
+        return ClassVar[int], Val(f"{label}.{name}.cv")
+    if kind == "kw_only":
+        return int, field(kw_only=True)
+    if kind == "kw_only_default":
+        return int, field(kw_only=True, default=Val(f"{label}.{name}.kw"))
+    if kind == "omit":
+        return object, field(default=Val(f"{label}.{name}.omit"), metadata=OMIT)
+    raise AssertionError(kind)
+
+
+def post_init_for(slots, frozen):
+    def __post_init__(self, *initvars):
+        for f in dataclasses.fields(self):
+            if not f.init:
+                object.__setattr__(self, f.name, ("made by __post_init__", initvars, getattr(self, f.name, None)))
+        if not slots:
+            object.__setattr__(self, "attn_bias", ("not a field", initvars))
+            # an InitVar's name may also be an instance attribute: replace passes what it reads
+            ivs = [
+                f.name for f in type(self).__dataclass_fields__.values() if f._field_type is dataclasses._FIELD_INITVAR
+            ]
+            for name, value in zip(ivs, initvars, strict=False):
+                object.__setattr__(self, name, ("initvar seen", value))
+
+    return __post_init__
+
+
+replace_shapes = st.fixed_dictionaries(
+    {
+        "base": st.lists(
+            st.tuples(st.sampled_from(REPLACE_NAMES), st.sampled_from(ALL_KINDS)), max_size=5, unique_by=lambda t: t[0]
+        ),
+        "kw_only_marker": st.one_of(st.none(), st.integers(0, 5)),
+        "slots": st.booleans(),
+        "frozen": st.booleans(),
+        "post_init": st.booleans(),
+        "sub": st.sampled_from(
+            [
+                None,
+                "decorated",
+                "undecorated",
+                "undecorated_init",
+                "undecorated_new",
+                "decorated_own_init",
+                "assigned_init",
+                "assigned_new",
+            ]
+        ),
+        "sub_fields": st.lists(
+            st.tuples(st.sampled_from(REPLACE_NAMES), st.sampled_from(ALL_KINDS)), max_size=3, unique_by=lambda t: t[0]
+        ),
+        "sub_slots": st.booleans(),
+        "sub_post_init": st.booleans(),
+        "options": st.fixed_dictionaries({"eq": st.booleans(), "repr": st.booleans(), "match_args": st.booleans()}),
+    }
+)
+
+
+def build_replace_shape(shape, base_class):  # noqa: PLR0912 - one branch per class option
+    """Builds the shape on the given base (ZeroCopy or a plain object); returns the class or the creation error."""
+    label = "R"
+    ann: dict[str, Any] = {}
+    ns: dict[str, Any] = {"__module__": "tests.test_replace", "__qualname__": "Rec"}
+    for i, (name, kind) in enumerate(shape["base"]):
+        if shape["kw_only_marker"] == i:
+            ann["_"] = KW_ONLY
+        ann[name], default = shape_entry(name, kind, label)
+        if default is not dataclasses.MISSING:
+            ns[name] = default
+    ns["__annotations__"] = ann
+    if shape["post_init"]:
+        ns["__post_init__"] = post_init_for(shape["slots"], shape["frozen"])
+    opts = dict(shape["options"], frozen=shape["frozen"], slots=shape["slots"])
+    bases = (base_class,) if base_class is not object else ()
+    rec = dataclass(**opts)(type("Rec", bases, ns))
+    sub = shape["sub"]
+    if sub is None:
+        return rec
+    sns: dict[str, Any] = {"__module__": "tests.test_replace", "__qualname__": "Sub"}
+    init_names = [f.name for f in dataclasses.fields(rec) if f.init] + [
+        n for n, k in shape["base"] if k in ("initvar", "initvar_default")
+    ]
+    if sub.startswith("decorated"):
+        sann = {}
+        for name, kind in shape["sub_fields"]:
+            sann[name], default = shape_entry(name, kind, "S")
+            if default is not dataclasses.MISSING:
+                sns[name] = default
+        sns["__annotations__"] = sann
+        if shape["sub_post_init"]:
+            sns["__post_init__"] = post_init_for(shape["sub_slots"], shape["frozen"])
+        if sub == "decorated_own_init":
+            sns["__init__"] = keyword_init(rec)
+        return dataclass(frozen=shape["frozen"], slots=shape["sub_slots"])(type("Sub", (rec,), sns))
+    if sub == "undecorated_init":
+        sns["__init__"] = reversed_init(rec, init_names)
+    if sub == "undecorated_new":
+
+        def __new__(klass_, /, *args, **kwargs):
+            NEW_CALLS.append((args, dict(kwargs)))
+            return object.__new__(klass_)
+
+        sns["__new__"] = __new__
+    cls = type(rec)("Sub", (rec,), sns)
+    if sub == "assigned_init":
+        cls.__init__ = reversed_init(rec, init_names)
+    if sub == "assigned_new":
+        cls.__new__ = staticmethod(lambda klass_, /, *a, **k: object.__new__(klass_))
+    return cls
+
+
+NEW_CALLS: list = []
+
+
+def reversed_init(parent, names):
+    """An __init__ that takes the same names by position in reversed order."""
+    params = ", ".join(f"{n}=_MISSING" for n in reversed(names))
+    passing = ", ".join(f"{n}={n}" for n in names)
+    src = (
+        textwrap.dedent(
+            f"""
+        def __init__(__self, {params}):
+            kwargs = dict({passing})
+            parent.__init__(__self, **{{k: v for k, v in kwargs.items() if v is not _MISSING}})
+        """
+        )
+        if names
+        else "def __init__(__self):\n    parent.__init__(__self)\n"
+    )
+    namespace = {"parent": parent, "_MISSING": object()}
+    exec(src, namespace)  # test scaffolding: a user-written __init__ with its own parameter order
+    return namespace["__init__"]
+
+
+def keyword_init(parent):
+    def __init__(self_, /, **kwargs):  # keywords only: a positional call is refused
+        parent.__init__(self_, **kwargs)
+
+    return __init__
+
+
+def required_kwargs(cls):
+    kw = {}
+    for f in dataclasses.fields(cls):
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kw[f.name] = Val(f"given {f.name}")
+    for f in cls.__dataclass_fields__.values():
+        if f._field_type is dataclasses._FIELD_INITVAR and f.default is dataclasses.MISSING:
+            kw[f.name] = Val(f"given initvar {f.name}")
+    return kw

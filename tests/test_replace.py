@@ -8,9 +8,7 @@ classes work; ``copy.replace`` uses it on 3.13+.
 import copy
 import dataclasses
 import inspect
-import random
 import sys
-import textwrap
 import typing
 from dataclasses import KW_ONLY, InitVar, dataclass, field, make_dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -62,8 +60,14 @@ from tests.records import (
     replace_outcomes,
     state,
 )
-from tests.strategies import build_shape as build_engine_shape
-from tests.strategies import class_options, construct, shape_specs
+from tests.strategies import (
+    build_shape,
+    class_options,
+    construct,
+    replace_shapes,
+    required_kwargs,
+    shape_specs,
+)
 
 PY313_CONCURRENCY_INPUT = sys.version_info >= (3, 13)
 
@@ -1444,82 +1448,6 @@ def test_init_false_subclass_of_generated_init_replace_same_error():
         _assert_replace_like_dataclasses(s, **changes)
 
 
-_KINDS = (
-    "plain",
-    "plain_nodef",
-    "init_false",
-    "init_false_factory",
-    "initvar",
-    "initvar_nodef",
-    "classvar",
-    "omit",
-    "kw_only",
-    "kw_only_nodef",
-)
-
-
-def _post_init(self, *initvars):
-    _calls.append((type(self).__name__, initvars))
-
-
-def _random_shape(rng: random.Random, index: int):
-    kinds = [rng.choice(_KINDS) for _ in range(rng.randint(0, 7))]
-    # positional fields without a default come first
-    kinds.sort(key=lambda k: k not in ("plain_nodef", "initvar_nodef"))
-    class_kw_only = rng.random() < 0.15
-    specs, init_values = [], {}
-    for i, kind in enumerate(kinds):
-        name = f"f{i}"
-        if kind == "plain":
-            specs.append((name, int, field(default=i)))
-        elif kind == "plain_nodef":
-            specs.append((name, int))
-            init_values[name] = 100 + i
-        elif kind == "init_false":
-            specs.append((name, int, field(default=i, init=False)))
-        elif kind == "init_false_factory":
-            specs.append((name, list, field(default_factory=list, init=False)))
-        elif kind == "initvar":
-            specs.append((name, InitVar[int], field(default=i)))
-        elif kind == "initvar_nodef":
-            specs.append((name, InitVar[int]))
-            init_values[name] = 200 + i
-        elif kind == "classvar":
-            specs.append((name, ClassVar[int], i))
-        elif kind == "omit":
-            specs.append((name, object, field(default=None, metadata=OMIT)))
-        elif kind == "kw_only":
-            specs.append((name, int, field(default=i, kw_only=True)))
-        else:
-            specs.append((name, int, field(kw_only=True)))
-            init_values[name] = 300 + i
-    cls = make_dataclass(
-        f"Shape{index}",
-        specs,
-        bases=(ZeroCopy,),
-        namespace={"__post_init__": _post_init},
-        frozen=rng.random() < 0.3,
-        slots=rng.random() < 0.3,
-        kw_only=class_kw_only,
-    )
-    return cls, [s[0] for s in specs], init_values
-
-
-def test_replace_equivalence_on_many_random_shapes():
-    # DESIGN: "metakit.replace(obj, /, **changes) returns a new instance of the same class with the given fields
-    # changed, exactly as dataclasses.replace does (the same errors for unknown names, init=False fields and missing
-    # InitVars; __post_init__ runs; frozen and slots classes work)"
-    rng = random.Random(20240601)
-    for index in range(150):
-        cls, names, init_values = _random_shape(rng, index)
-        obj = cls(**init_values)
-        _check_methods(obj)
-        change_sets = [{}, {"nope": 1}, dict.fromkeys(names, -1), dict.fromkeys(init_values, -2)]
-        change_sets += [{n: -3} for n in names]
-        for changes in change_sets:
-            _assert_replace_like_dataclasses(obj, **changes)
-
-
 def test_replace_call_errors_match_dataclasses():
     # DESIGN: "exactly as dataclasses.replace does (the same errors ...)"
     @dataclass(frozen=True, slots=True)
@@ -1592,195 +1520,6 @@ def test_assigning_init_later_keeps_an_inherited_replace(where):
         assert copy.replace(Sub()) == "own __replace__"
 
 
-ALL_KINDS = [
-    "plain",
-    "default",
-    "factory",
-    "init_false",
-    "init_false_factory",
-    "init_false_nodefault",
-    "initvar",
-    "initvar_default",
-    "classvar",
-    "kw_only",
-    "kw_only_default",
-    "omit",
-]
-
-
-REPLACE_NAMES = ["a", "b", "c", "self", "obj", "changes", "d", "name", "error", "arguments", "cls"]
-
-
-def shape_entry(name, kind, label):  # noqa: PLR0911 - one return per field kind
-    if kind == "plain":
-        return int, dataclasses.MISSING
-    if kind == "default":
-        return int, Val(f"{label}.{name}")
-    if kind == "factory":
-        return list, field(default_factory=lambda: [label, name])
-    if kind == "init_false":
-        return int, field(init=False, default=Val(f"{label}.{name}.nf"))
-    if kind == "init_false_factory":
-        return list, field(init=False, default_factory=lambda: [label, name, "nf"])
-    if kind == "init_false_nodefault":
-        return int, field(init=False)
-    if kind == "initvar":
-        return InitVar[int], dataclasses.MISSING
-    if kind == "initvar_default":
-        return InitVar[int], Val(f"{label}.{name}.iv")
-    if kind == "classvar":
-        return ClassVar[int], Val(f"{label}.{name}.cv")
-    if kind == "kw_only":
-        return int, field(kw_only=True)
-    if kind == "kw_only_default":
-        return int, field(kw_only=True, default=Val(f"{label}.{name}.kw"))
-    if kind == "omit":
-        return object, field(default=Val(f"{label}.{name}.omit"), metadata=OMIT)
-    raise AssertionError(kind)
-
-
-def post_init_for(slots, frozen):
-    def __post_init__(self, *initvars):
-        for f in dataclasses.fields(self):
-            if not f.init:
-                object.__setattr__(self, f.name, ("made by __post_init__", initvars, getattr(self, f.name, None)))
-        if not slots:
-            object.__setattr__(self, "attn_bias", ("not a field", initvars))
-            # an InitVar's name may also be an instance attribute: replace passes what it reads
-            ivs = [
-                f.name for f in type(self).__dataclass_fields__.values() if f._field_type is dataclasses._FIELD_INITVAR
-            ]
-            for name, value in zip(ivs, initvars, strict=False):
-                object.__setattr__(self, name, ("initvar seen", value))
-
-    return __post_init__
-
-
-shape_strategy = st.fixed_dictionaries(
-    {
-        "base": st.lists(
-            st.tuples(st.sampled_from(REPLACE_NAMES), st.sampled_from(ALL_KINDS)), max_size=5, unique_by=lambda t: t[0]
-        ),
-        "kw_only_marker": st.one_of(st.none(), st.integers(0, 5)),
-        "slots": st.booleans(),
-        "frozen": st.booleans(),
-        "post_init": st.booleans(),
-        "sub": st.sampled_from(
-            [
-                None,
-                "decorated",
-                "undecorated",
-                "undecorated_init",
-                "undecorated_new",
-                "decorated_own_init",
-                "assigned_init",
-                "assigned_new",
-            ]
-        ),
-        "sub_fields": st.lists(
-            st.tuples(st.sampled_from(REPLACE_NAMES), st.sampled_from(ALL_KINDS)), max_size=3, unique_by=lambda t: t[0]
-        ),
-        "sub_slots": st.booleans(),
-        "sub_post_init": st.booleans(),
-        "options": st.fixed_dictionaries({"eq": st.booleans(), "repr": st.booleans(), "match_args": st.booleans()}),
-    }
-)
-
-
-def build_shape(shape, base_class):  # noqa: PLR0912 - one branch per class option
-    """Builds the shape on the given base (ZeroCopy or a plain object); returns the class or the creation error."""
-    label = "R"
-    ann: dict[str, Any] = {}
-    ns: dict[str, Any] = {"__module__": __name__, "__qualname__": "Rec"}
-    for i, (name, kind) in enumerate(shape["base"]):
-        if shape["kw_only_marker"] == i:
-            ann["_"] = KW_ONLY
-        ann[name], default = shape_entry(name, kind, label)
-        if default is not dataclasses.MISSING:
-            ns[name] = default
-    ns["__annotations__"] = ann
-    if shape["post_init"]:
-        ns["__post_init__"] = post_init_for(shape["slots"], shape["frozen"])
-    opts = dict(shape["options"], frozen=shape["frozen"], slots=shape["slots"])
-    bases = (base_class,) if base_class is not object else ()
-    rec = dataclass(**opts)(type("Rec", bases, ns))
-    sub = shape["sub"]
-    if sub is None:
-        return rec
-    sns: dict[str, Any] = {"__module__": __name__, "__qualname__": "Sub"}
-    init_names = [f.name for f in dataclasses.fields(rec) if f.init] + [
-        n for n, k in shape["base"] if k in ("initvar", "initvar_default")
-    ]
-    if sub.startswith("decorated"):
-        sann = {}
-        for name, kind in shape["sub_fields"]:
-            sann[name], default = shape_entry(name, kind, "S")
-            if default is not dataclasses.MISSING:
-                sns[name] = default
-        sns["__annotations__"] = sann
-        if shape["sub_post_init"]:
-            sns["__post_init__"] = post_init_for(shape["sub_slots"], shape["frozen"])
-        if sub == "decorated_own_init":
-            sns["__init__"] = keyword_init(rec)
-        return dataclass(frozen=shape["frozen"], slots=shape["sub_slots"])(type("Sub", (rec,), sns))
-    if sub == "undecorated_init":
-        sns["__init__"] = reversed_init(rec, init_names)
-    if sub == "undecorated_new":
-
-        def __new__(klass_, /, *args, **kwargs):
-            NEW_CALLS.append((args, dict(kwargs)))
-            return object.__new__(klass_)
-
-        sns["__new__"] = __new__
-    cls = type(rec)("Sub", (rec,), sns)
-    if sub == "assigned_init":
-        cls.__init__ = reversed_init(rec, init_names)
-    if sub == "assigned_new":
-        cls.__new__ = staticmethod(lambda klass_, /, *a, **k: object.__new__(klass_))
-    return cls
-
-
-NEW_CALLS: list = []
-
-
-def reversed_init(parent, names):
-    """An __init__ that takes the same names by position in reversed order."""
-    params = ", ".join(f"{n}=_MISSING" for n in reversed(names))
-    passing = ", ".join(f"{n}={n}" for n in names)
-    src = (
-        textwrap.dedent(
-            f"""
-        def __init__(__self, {params}):
-            kwargs = dict({passing})
-            parent.__init__(__self, **{{k: v for k, v in kwargs.items() if v is not _MISSING}})
-        """
-        )
-        if names
-        else "def __init__(__self):\n    parent.__init__(__self)\n"
-    )
-    namespace = {"parent": parent, "_MISSING": object()}
-    exec(src, namespace)  # test scaffolding: a user-written __init__ with its own parameter order
-    return namespace["__init__"]
-
-
-def keyword_init(parent):
-    def __init__(self_, /, **kwargs):  # keywords only: a positional call is refused
-        parent.__init__(self_, **kwargs)
-
-    return __init__
-
-
-def required_kwargs(cls):
-    kw = {}
-    for f in dataclasses.fields(cls):
-        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            kw[f.name] = Val(f"given {f.name}")
-    for f in cls.__dataclass_fields__.values():
-        if f._field_type is dataclasses._FIELD_INITVAR and f.default is dataclasses.MISSING:
-            kw[f.name] = Val(f"given initvar {f.name}")
-    return kw
-
-
 def full_norm(o):
     if o[0] == "err":
         return o
@@ -1790,7 +1529,7 @@ def full_norm(o):
 
 
 @SETTINGS
-@given(shape=shape_strategy, data=st.data())
+@given(shape=replace_shapes, data=st.data())
 def test_replace_is_dataclasses_replace(shape, data):
     # README: "The semantics are `dataclasses.replace`'s, to the letter, on every version" and
     # "What `dataclasses.replace` refuses ... raises exactly its exception with exactly its message"
@@ -2338,8 +2077,9 @@ def test_an_init_assigned_later_to_a_base_that_is_no_dataclass_is_seen_below():
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(spec=shape_specs, options=class_options, data=st.data())
 def test_random_shapes_replace_like_dataclasses(spec, options, data):
-    cls, ordered = build_engine_shape(spec, ZeroCopy, options)
+    cls, ordered = build_shape(spec, ZeroCopy, options)
     obj = construct(cls, ordered, options)
+    _check_methods(obj)
     changes = {}
     for name, kind in ordered:
         if kind == "cv":
