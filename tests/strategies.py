@@ -73,7 +73,7 @@ NAME_POOL = [
 KINDS = ["req", "def", "fac", "nif", "niffac", "omit", "cv", "ivr", "ivd", "kwr", "kwd", "nifnod"]
 
 
-def build_shape(spec, base, options):  # noqa: PLR0912 - one branch per field kind
+def build_shape(spec, base, options, cls_name="Rec", namespace=None):  # noqa: PLR0912 - one branch per field kind
     positional_required = [s for s in spec if s[1] in ("req", "ivr")]
     rest = [s for s in spec if s[1] not in ("req", "ivr")]
     ordered = spec if options.get("kw_only") else positional_required + rest
@@ -116,9 +116,9 @@ def build_shape(spec, base, options):  # noqa: PLR0912 - one branch per field ki
         if not slots:
             object.__setattr__(obj, "_post_extra", len(args))
 
-    ns = {"__post_init__": __post_init__}
+    ns = {"__post_init__": __post_init__, **(namespace or {})}
     bases = (base,) if base is not None else ()
-    return dataclasses.make_dataclass("Rec", fields_, bases=bases, namespace=ns, **options), ordered
+    return dataclasses.make_dataclass(cls_name, fields_, bases=bases, namespace=ns, **options), ordered
 
 
 def construct(cls, ordered, options):
