@@ -1719,7 +1719,7 @@ def outcome_or_value(fn, *args, **kwargs):
     return ("ok", r)
 
 
-LateChanges.TestCase.settings = settings(SETTINGS, max_examples=25, stateful_step_count=20)
+LateChanges.TestCase.settings = settings(SETTINGS, max_examples=12, stateful_step_count=20)
 
 
 test_late_changes = LateChanges.TestCase
