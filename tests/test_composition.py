@@ -775,35 +775,6 @@ def test_metaclass_with_new_and_kwargs():
     assert K().asdict_zerocopy() == {"a": 1}
 
 
-def test_override_in_plain_mixin_body_kept_and_super_serves_instance_class():
-    # DESIGN: "A method that the user wrote in a class body, or inherits from one, is never replaced by a generated
-    # one." and super() inside it "still gets the fields of the instance's own class"
-    @dataclass
-    class Base(ZeroCopy):
-        a: int = 1
-
-    class Mixin:
-        def asdict_zerocopy(self, skip_fields=None):
-            return {**super().asdict_zerocopy(skip_fields), "m": 1}
-
-        def astuple_zerocopy(self):
-            return (*super().astuple_zerocopy(), "m")
-
-    @dataclass
-    class D(Mixin, Base):
-        b: int = 2
-
-    @dataclass
-    class E(D):
-        c: int = 3
-
-    assert D().asdict_zerocopy() == {"a": 1, "b": 2, "m": 1}
-    assert D().astuple_zerocopy() == (1, 2, "m")
-    assert E().asdict_zerocopy() == {"a": 1, "b": 2, "c": 3, "m": 1}
-    assert E().astuple_zerocopy() == (1, 2, 3, "m")
-    assert E().asdict_zerocopy({"a"}) == {"b": 2, "c": 3, "m": 1}
-
-
 def test_override_from_init_subclass_and_make_dataclass_namespace_kept():
     # DESIGN: a method the user wrote (however it appears) is never replaced by a generated one
     class IS(ZeroCopy):
