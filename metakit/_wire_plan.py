@@ -95,7 +95,11 @@ _OBJECT_NEW: Final[Any] = object.__new__
 def positional_init(cls: Any, names: tuple[str, ...]) -> Callable[..., None] | None:
     """*cls*'s ``__init__``, if its first parameters after ``self`` are *names*, in order, and take positions."""
     init = cls.__init__
-    if cls.__new__ is not _OBJECT_NEW or not isinstance(init, types.FunctionType):
+    if (
+        cls.__new__ is not _OBJECT_NEW
+        or type(cls).__call__ is not type.__call__
+        or not isinstance(init, types.FunctionType)
+    ):
         return None
     parameters = list(inspect.signature(init).parameters.values())[1 : 1 + len(names)]
     if [p.name for p in parameters] != list(names) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters):
@@ -115,13 +119,13 @@ def make_builder(
     init: Callable[..., None] | None,
 ) -> Builder:
     """The ``Builder`` of a class whose travelling fields are *names*, all of them ``__init__`` arguments."""
-    types = [_decodable(checks.exact(name)) for name in names]
+    exact = [_decodable(checks.exact(name)) for name in names]
     checked = tuple(
         Checked(index, name, checks.passing(name), checks.lists(name))
-        for index, (name, exact) in enumerate(zip(names, types, strict=True))
-        if exact is Any
+        for index, (name, decoded) in enumerate(zip(names, exact, strict=True))
+        if decoded is Any
     )
-    values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(types)), ext_hook=ext_hook)
+    values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(exact)), ext_hook=ext_hook)
     return Builder(values, checked, names, None if init is None else weakref.ref(init))
 
 

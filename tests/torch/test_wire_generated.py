@@ -316,3 +316,20 @@ def test_a_class_whose_init_holds_it_is_collected_after_it_travelled() -> None:
     gone = make()
     gc.collect()
     assert gone() is None
+
+
+def test_a_metaclass_call_of_its_own_gets_the_values_by_name() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Counting(type(ZeroCopy)):  # type: ignore[misc]
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            seen.append(kwargs)
+            return super().__call__(*args, **kwargs)
+
+    @dataclass
+    class Counted(ZeroCopy, metaclass=Counting):
+        a: int
+        b: str
+
+    wire.unpack(*wire.pack(Counted(1, "x")))
+    assert seen[-1] == {"a": 1, "b": "x"}
