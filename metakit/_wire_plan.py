@@ -26,10 +26,8 @@ the class is passed in.
 
 from __future__ import annotations
 
-import inspect
 import keyword
 import types
-import weakref
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -73,9 +71,10 @@ class Builder(NamedTuple):
     checked: tuple[Checked, ...]
     """The other fields, each checked in Python."""
     names: tuple[str, ...]
-    init: weakref.ref[Callable[..., None]] | None
-    """The ``__init__`` whose first parameters are *names*, in order, if the class had one: while the class
-    still has it (and no ``__new__`` of its own), its values are passed by position, the same call and faster."""
+    init: types.CodeType | None
+    """The code of the class's ``__init__`` if its first parameters are *names*, in order: while the class's
+    ``__init__`` runs that code (and neither a ``__new__`` of its own nor a metaclass ``__call__`` comes
+    first), the values are passed by position, the same call as by name and faster."""
 
     def build(self, cls: Any, values: tuple[Any, ...], field: Callable[[type, str, object], None]) -> object:
         """Check the values that msgspec did not, then call *cls*; *field* raises for a value that fails."""
@@ -84,27 +83,33 @@ class Builder(NamedTuple):
             kind = type(value)
             if kind not in passing and not (kind is list and lists and lists.issuperset(map(type, value))):
                 field(cls, name, value)
-        if self.init is not None and cls.__init__ is self.init() and cls.__new__ is _OBJECT_NEW:
+        if (
+            self.init is not None
+            and getattr(cls.__init__, "__code__", None) is self.init
+            and cls.__new__ is _OBJECT_NEW
+            and type(cls).__call__ is _TYPE_CALL
+        ):
             return cls(*values)
         return cls(**dict(zip(self.names, values, strict=True)))
 
 
 _OBJECT_NEW: Final[Any] = object.__new__
+_TYPE_CALL: Final[Any] = type.__call__
 
 
-def positional_init(cls: Any, names: tuple[str, ...]) -> Callable[..., None] | None:
-    """*cls*'s ``__init__``, if its first parameters after ``self`` are *names*, in order, and take positions."""
+def positional_init(cls: Any, names: tuple[str, ...]) -> types.CodeType | None:
+    """The code of *cls*'s ``__init__``, if its first parameters after ``self`` are *names*, in order.
+
+    Read from the code itself, not from ``inspect.signature``, which a
+    wrapper's ``__wrapped__`` or a ``__signature__`` can make say otherwise.
+    """
     init = cls.__init__
-    if (
-        cls.__new__ is not _OBJECT_NEW
-        or type(cls).__call__ is not type.__call__
-        or not isinstance(init, types.FunctionType)
-    ):
+    if cls.__new__ is not _OBJECT_NEW or type(cls).__call__ is not _TYPE_CALL or type(init) is not types.FunctionType:
         return None
-    parameters = list(inspect.signature(init).parameters.values())[1 : 1 + len(names)]
-    if [p.name for p in parameters] != list(names) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters):
+    code = init.__code__
+    if code.co_argcount < 1 + len(names) or code.co_varnames[1 : 1 + len(names)] != names:
         return None
-    return init
+    return code
 
 
 def plain_names(names: tuple[str, ...]) -> bool:
@@ -116,7 +121,7 @@ def make_builder(
     names: tuple[str, ...],
     checks: FieldChecks,
     ext_hook: Callable[[int, memoryview], Any],
-    init: Callable[..., None] | None,
+    init: types.CodeType | None,
 ) -> Builder:
     """The ``Builder`` of a class whose travelling fields are *names*, all of them ``__init__`` arguments."""
     exact = [_decodable(checks.exact(name)) for name in names]
@@ -126,7 +131,7 @@ def make_builder(
         if decoded is Any
     )
     values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(exact)), ext_hook=ext_hook)
-    return Builder(values, checked, names, None if init is None else weakref.ref(init))
+    return Builder(values, checked, names, init)
 
 
 def _decodable(exact: object) -> object:

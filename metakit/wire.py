@@ -77,6 +77,7 @@ import struct
 import sys
 import threading
 import types
+import warnings
 import weakref
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -1447,7 +1448,9 @@ def _device(text: bytes) -> torch.device:
     if not _DEVICE_TEXT.fullmatch(decoded):
         raise WireError(f"a torch.device arrived that is not one: {text[:40]!r}")
     try:
-        return torch.device(decoded)
+        with warnings.catch_warnings():  # torch warns of old kinds ("mkldnn"); showing it would read a file
+            warnings.simplefilter("ignore")
+            return torch.device(decoded)
     except RuntimeError:
         raise WireError(f"a torch.device arrived that this torch does not know: {decoded!r}") from None
 

@@ -333,3 +333,82 @@ def test_a_metaclass_call_of_its_own_gets_the_values_by_name() -> None:
 
     wire.unpack(*wire.pack(Counted(1, "x")))
     assert seen[-1] == {"a": 1, "b": "x"}
+
+
+def test_a_metaclass_call_added_after_a_record_arrived_gets_the_values_by_name() -> None:
+    class Late(type(ZeroCopy)):  # type: ignore[misc]
+        pass
+
+    @dataclass
+    class Record(ZeroCopy, metaclass=Late):
+        a: int
+        b: str
+
+    assert wire.unpack(*wire.pack(Record(1, "x"))) == Record(1, "x")
+
+    def call(cls: type, b: str, a: int) -> Any:
+        return type.__call__(cls, a=a, b=b)
+
+    Late.__call__ = call  # type: ignore[method-assign, assignment]
+    assert wire.unpack(*wire.pack(Record(b="x", a=1))) == Record(b="x", a=1)
+
+
+def test_a_positional_only_init_that_takes_the_fields_in_order_gets_them() -> None:
+    @dataclass(init=False)
+    class PositionalOnly(ZeroCopy):
+        a: int
+        b: str
+
+        def __init__(self, a: int, b: str, /) -> None:
+            self.a, self.b = a, b
+
+    back = wire.unpack(*wire.pack(PositionalOnly(1, "x")))
+    assert (back.a, back.b) == (1, "x")
+
+
+def test_an_init_that_says_other_parameters_than_it_takes_gets_the_values_by_name() -> None:
+    import functools
+
+    @dataclass
+    class Wrapped(ZeroCopy):
+        a: int
+        b: str
+
+    generated = Wrapped.__init__
+
+    @functools.wraps(generated)  # inspect.signature follows __wrapped__ and reports (self, a, b)
+    def keywords_only(self: Wrapped, **values: Any) -> None:
+        generated(self, **values)
+
+    Wrapped.__init__ = keywords_only  # type: ignore[method-assign]
+    assert wire.unpack(*wire.pack(Wrapped(a=1, b="x"))) == Wrapped(a=1, b="x")
+
+
+def test_an_init_whose_code_was_replaced_after_a_record_arrived_gets_the_values_by_name() -> None:
+    @dataclass
+    class Recoded(ZeroCopy):
+        a: int
+        b: str
+
+    packed = wire.pack(Recoded(1, "x"))
+    wire.unpack(*packed)
+
+    def swapped(self: Recoded, b: str, a: int) -> None:
+        self.a, self.b = a, b
+
+    Recoded.__init__.__code__ = swapped.__code__
+    back = wire.unpack(*packed)
+    assert (back.a, back.b) == (1, "x")
+
+
+def test_a_device_torch_warns_about_arrives_without_a_warning(recwarn: pytest.WarningsRecorder) -> None:
+    @dataclass
+    class OnDevice(ZeroCopy):
+        device: torch.device
+
+    header, buffers = wire.pack(OnDevice(torch.device("cpu")))
+    changed = header.replace(b"\xd7\x05cpu", b"\xc7\x06\x05mkldnn") if b"\xd7\x05cpu" in header else header
+    changed = changed.replace(b"\xc7\x03\x05cpu", b"\xc7\x06\x05mkldnn")
+    assert changed != header
+    assert wire.unpack(changed, buffers).device.type == "mkldnn"
+    assert not recwarn.list
