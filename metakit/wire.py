@@ -523,11 +523,14 @@ def pack_outgoing(
     """
     cls = _check_record(obj, caller)
     packer = _Packer(lanes, allow_pickle, own_buffer)
+    packer.writing.add(id(obj))
     try:
         body = _encoder.encode(packer.record(obj, cls, skip_fields))
     except (OverflowError, UnicodeEncodeError):
         # An int beyond 64 bits, or a str that is not UTF-8: the strict way says which field holds it.
-        _Packer(lanes, allow_pickle, own_buffer, strict=True).record(obj, cls, skip_fields)
+        strict = _Packer(lanes, allow_pickle, own_buffer, strict=True)
+        strict.writing.add(id(obj))
+        strict.record(obj, cls, skip_fields)
         raise
     sizes = [*packer.pool_nbytes, *(own.nbytes for own in packer.own)]
     lanes_used = [*range(len(packer.pool_nbytes)), *(own.lane for own in packer.own)]
@@ -581,6 +584,8 @@ class _Packer:
         """How many containers and records the value being written lies in."""
         self.records: dict[int, tuple[int, object]] = {}
         """The records inside field values sent so far, by ``id``: their number, and the record."""
+        self.writing: set[int] = set()
+        """The records being written, by ``id``: the record packed and those it lies in."""
         self.regions: dict[object, list[tuple[int, int, int]]] = {}
         """The dense tensors whose bytes travel as they lie, by storage: their address, size and number."""
 
@@ -682,10 +687,17 @@ class _Packer:
             sent = self.records.get(id(value))
             if sent is not None:
                 return msgspec.msgpack.Ext(_RECORD_AGAIN, _NUMBER.pack(sent[0]))
+            if id(value) in self.writing:
+                raise _Refused(
+                    f"it holds the {kind.__qualname__} record it lies in, and a record cannot travel inside itself"
+                )
+            self.writing.add(id(value))
             try:
                 body = _encoder.encode(self.record(value, kind, None))
             except TypeError as error:
                 raise _Refused(f"a record inside it: {error}") from None
+            finally:
+                self.writing.discard(id(value))
             self.records[id(value)] = (len(self.records), value)
             return msgspec.msgpack.Ext(_RECORD, body)
         if self.allow_pickle:

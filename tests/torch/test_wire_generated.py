@@ -412,3 +412,20 @@ def test_a_device_torch_warns_about_arrives_without_a_warning(recwarn: pytest.Wa
     assert changed != header
     assert wire.unpack(changed, buffers).device.type == "mkldnn"
     assert not recwarn.list
+
+
+def test_a_record_that_holds_itself_is_refused_in_one_short_sentence() -> None:
+    @dataclass
+    class Node(ZeroCopy):
+        child: Any = None
+
+    loop = Node()
+    loop.child = [loop]
+    pair = Node(Node())
+    pair.child.child = {"back": pair}
+    for record in (loop, pair):
+        with pytest.raises(TypeError, match=r"holds the \S*Node record it lies in") as caught:
+            wire.pack(record)
+        assert len(str(caught.value)) < 400
+    chain = Node(Node(Node()))  # the same class, three deep, holding nothing of itself: travels
+    assert wire.unpack(*wire.pack(chain)).child.child == Node()
