@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Iterable
 from dataclasses import Field, fields
 from types import CodeType, MappingProxyType
 from typing import Any, Final, NamedTuple
@@ -69,6 +68,7 @@ _CLASSVAR: Final = getattr(dataclasses, "_FIELD_CLASSVAR", None)
 _INITVAR: Final = getattr(dataclasses, "_FIELD_INITVAR", None)
 _PLAIN_FIELD: Final = getattr(dataclasses, "_FIELD", None)
 _KINDS_KNOWN: Final = None not in (_PLAIN_FIELD, _CLASSVAR, _INITVAR)
+_MISSING: Final = dataclasses.MISSING
 _NO_METADATA: Final = getattr(dataclasses, "_EMPTY_METADATA", object())
 """The metadata of a field given none (where this Python shares one such mapping)."""
 
@@ -105,8 +105,6 @@ class Layout(NamedTuple):
         return tuple([name for name, role in zip(self.names, self.roles, strict=True) if role != REFUSED])
 
 
-_new_layout: Final = tuple.__new__
-
 _TYPE_CALL: Final = type.__call__
 _OBJECT_NEW: Final = object.__new__
 _ONLY_NAMED_PARAMETERS: Final = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
@@ -134,63 +132,13 @@ def takes_by_position(cls: type, arguments: tuple[str, ...]) -> bool:
 
 
 def layout_of(cls: type) -> Layout:
-    """The ``Layout`` of the dataclass *cls*."""
-    # Runs for every class made.  Most fields are plain: an ``__init__``
-    # argument that may come by position, with no metadata, named by a plain
-    # ``str`` (for others, see ``as_text``).  A class of plain fields only
-    # takes this one pass.
-    entries = getattr(cls, "__dataclass_fields__").values()  # noqa: B009  # a dataclass's own attribute
-    if _KINDS_KNOWN:
-        names: list[str] = []
-        for f in entries:
-            name = f.name
-            if (
-                f._field_type is not _PLAIN_FIELD
-                or type(name) is not str
-                or not f.init
-                or f.kw_only
-                or f.metadata is not _NO_METADATA
-            ):
-                break
-            names.append(name)
-        else:
-            plain = tuple(names)
-            return _plain_layout(plain, takes_by_position(cls, plain))
-    return _layout_in_general(cls, entries)
-
-
-_PLAIN_LAYOUTS: Final[tuple[dict[tuple[str, ...], Layout], dict[tuple[str, ...], Layout]]] = ({}, {})
-"""The layouts of plain fields met last, by their names: by keyword (``[0]``) and by position (``[1]``).
-
-Read and written without a lock (the function forms make layouts outside
-``LOCK``): each step is one operation of a dict, which the GIL keeps whole.
-"""
-_MOST_PLAIN_LAYOUTS: Final = 256
-
-
-def _plain_layout(names: tuple[str, ...], by_position: bool) -> Layout:
-    """The layout of plain fields *names*: one object for each, while it is among the last met.
-
-    A class made again gets the very layout object of the last one, which
-    the caches of its code compare, and find by identity, for less than a hash.
-    """
-    known = _PLAIN_LAYOUTS[by_position]
-    layout = known.get(names)
-    if layout is None:
-        if len(known) >= _MOST_PLAIN_LAYOUTS:
-            known.clear()
-        # ``Layout(...)`` without its ``__new__`` written in Python.
-        layout = known[names] = _new_layout(Layout, (names, CARRIED * len(names), names, True, by_position))
-    return layout
-
-
-def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:
+    """The ``Layout`` of the dataclass *cls*, read from its ``__dataclass_fields__`` (never its annotations)."""
     names: list[str] = []
     roles: list[str] = []
     included: list[str] = []
     arguments: list[str] = []
     keyword_only = False
-    for f in entries:
+    for f in getattr(cls, "__dataclass_fields__").values():  # noqa: B009  # a dataclass's own attribute
         kind = getattr(f, "_field_type", None)
         if kind is _CLASSVAR:
             continue
@@ -200,8 +148,8 @@ def _layout_in_general(cls: type, entries: Iterable[Field[Any]]) -> Layout:
             roles.append(REFUSED)
         else:
             arguments.append(name)
-            keyword_only = keyword_only or bool(f.kw_only)
-            roles.append(REQUIRED if kind is _INITVAR and f.default is dataclasses.MISSING else CARRIED)
+            keyword_only = keyword_only or f.kw_only is True
+            roles.append(REQUIRED if kind is _INITVAR and f.default is _MISSING else CARRIED)
         if kind is not _INITVAR and not is_omitted(f):
             included.append(name)
     if not _KINDS_KNOWN:

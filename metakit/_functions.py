@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import is_dataclass
 from typing import Any, Final, NamedTuple, TypeVar
 
-from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, is_generated
+from metakit._codegen import STATE, GeneratedMethods, generate, is_generated
 from metakit._fields import ASDICT, ASTUPLE, layout_of
 
 __all__ = [
@@ -30,25 +30,6 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-class _PlainEntry(NamedTuple):
-    """The generated methods of a dataclass that ``ZeroCopyFields`` did not make, and what they were made for.
-
-    It holds nothing that may hold the class: the cache that keeps it is
-    keyed weakly by the class, and a value that held its own key would keep
-    it alive for good.  Anything a class holds may hold the class (from 3.14
-    on, the ``__init__`` that ``dataclasses`` writes holds it through its
-    ``__annotate__``; the fields' types may be forward references that name
-    it as their owner; a method that calls ``super()`` holds it in a cell):
-    so what the entry was made for is held by identity only, and weakly.
-    """
-
-    methods: GeneratedMethods
-    fields: int
-    """The ``id`` of the class's ``__dataclass_fields__``, which the class holds while it is compared."""
-    calls: tuple[object, ...]
-    """What calling the class ran (see ``_calls``), each held weakly where it can be."""
-
-
 def _held(value: object) -> object:
     """A weak reference to *value* where it takes one, else *value* itself (a builtin, which holds no class)."""
     try:
@@ -62,55 +43,57 @@ def _is_held(held: object, value: object) -> bool:
     return held is value or (type(held) is weakref.ref and held() is value)
 
 
-_plain: Final[weakref.WeakKeyDictionary[type, _PlainEntry]] = weakref.WeakKeyDictionary()
-"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make (see ``_plain_entry``).
-
-Read and written without ``LOCK`` (two threads may each make an entry for a
-class; either serves it): each step is one operation of the dict, which the
-GIL keeps whole.
-"""
-
-
 def _calls(cls: type) -> tuple[object, ...]:
     """What calling *cls* runs, which decides how ``replace`` passes arguments (see ``Layout.by_position``)."""
     return getattr(cls, "__init__", None), cls.__new__, type(cls).__call__
 
 
-def _plain_entry(cls: type) -> _PlainEntry:
-    """New generated methods for the dataclass *cls*, with its fields and what calling it runs now.
+class _PlainEntry(NamedTuple):
+    """The generated methods of a dataclass that ``ZeroCopyFields`` did not make, and what they were made for.
 
-    No metaclass watches a dataclass that ``ZeroCopyFields`` did not make,
-    so each call compares these, by identity, with what they are then: a
-    class decorated again (an undecorated subclass of a dataclass that
-    becomes one itself), or given an ``__init__`` or ``__new__`` later, is
-    seen.  (The fields dict is compared by its ``id``: the dict that
-    replaces it is made while the old one lives, so it cannot take that
-    ``id``; only one made by a third decoration, with no call since the
-    first, could.)
+    It holds nothing that may hold the class: the cache that keeps it is
+    keyed weakly by the class, and a value that held its own key would keep
+    it alive for good.  Anything a class holds may hold the class (from 3.14
+    on, the ``__init__`` that ``dataclasses`` writes holds it through its
+    ``__annotate__``; a method that calls ``super()`` holds it in a cell):
+    so what the entry was made for is held by identity only, and weakly.
     """
-    fields = getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
-    layout = layout_of(cls)
-    with LOCK:
-        methods = generate(cls.__module__, cls.__qualname__, layout)
-    return _PlainEntry(methods, id(fields), tuple([_held(call) for call in _calls(cls)]))
+
+    methods: GeneratedMethods
+    fields: int
+    """The ``id`` of the class's ``__dataclass_fields__``, which the class holds while it is compared."""
+    calls: tuple[object, ...]
+    """What calling the class ran (see ``_calls``), each held weakly where it can be."""
+
+    def serves(self, cls: type) -> bool:
+        """Whether these methods still serve *cls*: the same fields, and ``replace`` still calls it rightly.
+
+        No metaclass watches such a class, so each call compares, by
+        identity, what the methods were made for with what is there now: a
+        class decorated again (an undecorated subclass of a dataclass that
+        becomes one itself), or given an ``__init__`` or ``__new__`` later,
+        is seen.  (The fields dict replacing another is made while the old
+        one lives, so it cannot take its ``id``.)
+        """
+        if self.fields != id(getattr(cls, "__dataclass_fields__")):  # noqa: B009  # a dataclass's own attribute
+            return False
+        return not self.methods.layout.by_position or all(map(_is_held, self.calls, _calls(cls)))
 
 
-def _plain_current(cls: type) -> _PlainEntry:
-    entry = _plain.get(cls)
-    if entry is None or entry.fields != id(getattr(cls, "__dataclass_fields__")):  # noqa: B009
-        entry = _plain[cls] = _plain_entry(cls)
-    return entry
+_plain: Final[weakref.WeakKeyDictionary[type, _PlainEntry]] = weakref.WeakKeyDictionary()
+"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make, made on first use.
+
+No lock: two threads may each make an entry for a class, and either serves it.
+"""
 
 
 def _plain_methods(cls: type) -> GeneratedMethods:
-    return _plain_current(cls).methods
-
-
-def _plain_replace_methods(cls: type) -> GeneratedMethods:
-    """``_plain_methods(cls)``, made again if calling *cls* has changed since and its ``replace`` passes positions."""
-    entry = _plain_current(cls)
-    if entry.methods.layout.by_position and not all(map(_is_held, entry.calls, _calls(cls))):
-        entry = _plain[cls] = _plain_entry(cls)
+    """The generated methods of the dataclass *cls*, which ``ZeroCopyFields`` did not make."""
+    entry = _plain.get(cls)
+    if entry is None or not entry.serves(cls):
+        fields = getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
+        methods = generate(cls.__module__, cls.__qualname__, layout_of(cls))
+        entry = _plain[cls] = _PlainEntry(methods, id(fields), tuple([_held(call) for call in _calls(cls)]))
     return entry.methods
 
 
@@ -235,7 +218,7 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     if type(methods) is not GeneratedMethods:
         if not hasattr(type(obj), "__dataclass_fields__"):  # dataclasses.replace's test, and its words
             raise TypeError("replace() should be called on dataclass instances")
-        methods = _plain_replace_methods(type(obj))
+        methods = _plain_methods(type(obj))
     try:
         result: _T = methods.replace(obj, **changes)
     except AttributeError:

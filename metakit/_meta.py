@@ -25,50 +25,46 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 import weakref
 from collections.abc import Mapping, Set
 from itertools import count
 from typing import Any, Final, TypeVar
 
-from metakit._codegen import LOCK, STATE, GeneratedMethods, generate, holds_generated, printable
+from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
-from metakit._source import writable_names
-from metakit._weak import live_items, prune
+from metakit._source import printable, unwritable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
 
-# Every class ZeroCopyFields made, by the order in which they were made (see
-# ``_weak``).  It takes no lock: each key is taken once, and the dict changes
-# only by single operations, so classes made at once in many threads each get
-# in (this relies on the GIL, which keeps ``next(_made)`` and each operation
-# of the dict whole).  Dead references are dropped whenever it has doubled
-# since the last time, which costs O(1) a class: less than a callback for each.
+LOCK: Final = threading.RLock()
+"""Held over each change to a class that the rules act on, with what the rules make of it.
+
+Re-entrant: a finalizer that the garbage collector runs while it is held, a
+signal handler or a profiler may make or change a class in the same thread.
+"""
+
+
 _registry: Final[dict[int, weakref.ref[type]]] = {}
+"""Every live class that ``ZeroCopyFields`` made, by the order in which they were made.
+
+No lock: each key is taken once (``next(_made)``, which the GIL keeps whole),
+and each change is one operation of the dict; readers walk a copy.
+"""
 _made = count()
-_prune_at = 64
 
 _ABSENT: Final = object()
-_NONE_COMING_BACK: Final[frozenset[tuple[int, str]]] = frozenset()
-_DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", _ABSENT)  # 3.13+
-_DATACLASSES_GIVE_REPLACE: Final = sys.version_info >= (3, 13)
-"""Whether ``dataclasses`` gives every dataclass a ``__replace__`` of its own (so must metakit)."""
+_DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", _ABSENT)
+"""The generic ``__replace__`` that ``dataclasses`` gives every dataclass from 3.13 on (so must metakit)."""
 
 _DISPATCHERS: Final[dict[str, object]] = {}
 """``ZeroCopy``'s methods, by name (filled in once it exists): each serves the instance's own class."""
-_ZEROCOPY_ALONE: tuple[type, ...] | None = None
-"""``(ZeroCopy,)``, the bases of most classes (set once it exists)."""
-_ZEROCOPY_NAMESPACE: Mapping[str, Any] = {}
-"""``ZeroCopy.__dict__`` (set once it exists): a view, made once, since each one made costs."""
-_zerocopy_holds_none = True
-"""Whether ``ZeroCopy`` holds no user's method under any of the names (see ``_is_usual``)."""
 
-_set: Final = type.__setattr__
+_set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
 _delete: Final = type.__delattr__
-
-# The attribute names whose setting tells metakit something.
-_METHOD_NAMES: Final = frozenset(METHOD_NAMES)
 _WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", *METHOD_NAMES])
+"""The attribute names whose setting tells metakit something."""
 
 
 class ZeroCopyFields(type):
@@ -91,96 +87,58 @@ class ZeroCopyFields(type):
             # ``type.__new__`` would take the module of the innermost Python
             # frame, which is this one: take our caller's, as it would have.
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
-        # ``super()`` costs a few thousand instructions per class: where
-        # ZeroCopyFields is the metaclass itself, the next one is ``type``.
-        new = type.__new__ if mcls is ZeroCopyFields else super().__new__
-        cls = new(mcls, name, bases, namespace, **kwargs) if kwargs else new(mcls, name, bases, namespace)
-        _registry[next(_made)] = weakref.ref(cls)
-        if len(_registry) > _prune_at:
-            _prune_registry()
-        if "__dataclass_fields__" in namespace:
-            fields = True
-        elif mcls is ZeroCopyFields and bases == _ZEROCOPY_ALONE:  # (exact: no metaclass's __eq__ is asked)
-            # The usual class, whose MRO is (cls, ZeroCopy, object): it
-            # inherits fields only if ZeroCopy itself was made a dataclass.
-            fields = "__dataclass_fields__" in _ZEROCOPY_NAMESPACE
-        else:
-            fields = _inherits_fields(cls)
-        # Only a class with methods of its own, or a new MRO, can put a
-        # user's method in front of generated ones (rule 2).
-        guard = len(bases) > 1 or ASDICT in namespace or ASTUPLE in namespace or REPLACE in namespace
-        if fields or guard:
-            # (``acquire`` and ``release`` cost half of what ``with`` costs.)
-            LOCK.acquire()
-            try:
-                if fields and _needs_methods_of_its_own(cls, namespace):
-                    _install(cls, cls.__dict__)
-                if guard:
-                    _guard_bases(cls)
-            finally:
-                LOCK.release()
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        key = next(_made)
+        _registry[key] = weakref.ref(cls, lambda _, key=key: _registry.pop(key, None))  # type: ignore[misc]
+        with LOCK:
+            if _needs_methods_of_its_own(cls, namespace):
+                _install(cls)
+            # Only a class with several bases, or methods of its own, can put
+            # a user's method in front of generated ones (rule 2).
+            if len(bases) > 1 or any(name in namespace for name in METHOD_NAMES):
+                _guard_bases(cls)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
-        # ``dataclasses`` sets attributes through here eight times per class:
-        # where ZeroCopyFields is the metaclass itself, the next
-        # ``__setattr__`` is ``type``'s, called directly; in a combination,
-        # ``super()`` finds whichever comes next in its MRO.
         if name not in _WATCHED:
-            if type(cls) is ZeroCopyFields:
-                _set(cls, name, value)
-            else:
-                super().__setattr__(name, value)
+            super().__setattr__(name, value)
             return
-        LOCK.acquire()  # the change and what the rules make of it, as one to other threads
-        try:
-            if name in _METHOD_NAMES and not _is_ours(cls.__dict__, name, value):
+        with LOCK:  # the change and what the rules make of it, as one to other threads
+            if name in METHOD_NAMES and not is_ours(cls.__dict__, name, value):
                 # A user's method is about to appear: whatever it can reach
                 # through ``super()`` must serve the instance's class before
                 # any thread can call it.
                 _guard_above(cls)
-            if type(cls) is ZeroCopyFields:
-                _set(cls, name, value)
-            else:
-                super().__setattr__(name, value)
+            super().__setattr__(name, value)
             _watched_set(cls, name)
-        finally:
-            LOCK.release()
 
     def __delattr__(cls, name: str) -> None:
-        LOCK.acquire()
-        try:
-            if type(cls) is ZeroCopyFields:
-                _delete(cls, name)
-            else:
-                super().__delattr__(name)
+        with LOCK:
+            super().__delattr__(name)
             if name in METHOD_NAMES:
                 _changed(cls)
             elif name in ("__init__", "__new__"):
                 _recheck_calls(cls)
-        finally:
-            LOCK.release()
 
 
-def _prune_registry() -> None:
-    global _prune_at  # noqa: PLW0603  # this module's own state
-    _prune_at = prune(_registry)
+def is_ours(namespace: Mapping[str, Any], name: str, value: object) -> bool:
+    """Whether *value*, found under *name* in the class namespace *namespace*, is a method metakit put there.
 
-
-def _inherits_fields(cls: type) -> bool:
-    """Whether *cls* inherits ``__dataclass_fields__`` (looked up without ``hasattr``'s exception)."""
-    for base in cls.__mro__[1:-1]:  # noqa: SIM110  # any() of a generator costs a few thousand instructions more
-        if "__dataclass_fields__" in base.__dict__:
-            return True
-    return False
+    That is a generated method of that class's own, ``ZeroCopy``'s method,
+    or the generic ``__replace__`` of 3.13's ``dataclasses``.  Anything else
+    is a user's, which the rules never replace.
+    """
+    return value is _DISPATCHERS.get(name) or value is _DATACLASSES_REPLACE or holds_generated(namespace, value)
 
 
 def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
-    """Whether *cls*, just made with *namespace* and with fields of its own or inherited, needs methods made for it."""
+    """Whether *cls*, just made with *namespace*, is a dataclass that needs methods made for it."""
     if "__dataclass_fields__" in namespace:
         # ``@dataclass(slots=True)`` makes a new class from the old one's
         # namespace, fields included (and then sets its __qualname__).
         return True
+    if not any("__dataclass_fields__" in base.__dict__ for base in cls.__mro__[1:]):
+        return False
     # An undecorated subclass of a dataclass from outside metakit; or of a
     # metakit dataclass, whose fields and methods it shares unless it is
     # called otherwise than ``replace`` would call it.
@@ -194,50 +152,32 @@ def _watched_set(cls: type, name: str) -> None:
         # ``dataclasses`` sets this once every field is known: the moment a
         # class becomes a dataclass.  Where it writes ``__init__`` next, the
         # methods wait for it, since ``replace`` calls it (see below).
+        params = namespace.get("__dataclass_params__")
         if (
             "__init__" in namespace
-            # (``in`` and a subscript cost less than the view's ``get``.)
-            or "__dataclass_params__" not in namespace
-            or not getattr(namespace["__dataclass_params__"], "init", False)
+            or not getattr(params, "init", False)
             # A name that cannot be written into source: say so now, before
             # ``dataclasses`` fails to compile its ``__init__`` with it.
-            or not writable_names(tuple(namespace["__dataclass_fields__"]))
+            or unwritable(namespace["__dataclass_fields__"]) is not None
         ):
-            _install(cls, namespace)
+            _install(cls)
         elif STATE in namespace:  # methods for other fields, made before: not theirs to serve
-            _drop_methods(cls, namespace)
+            _drop_methods(cls)
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = namespace.get(STATE)
         if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
-            _install(cls, namespace)
+            _install(cls)
     elif name in ("__init__", "__new__"):
         if name == "__init__" and STATE not in namespace and "__dataclass_fields__" in namespace:
-            _install(cls, namespace)  # written by dataclasses, which set the fields just before
-            if not type.__subclasses__(cls):
-                return
-        _recheck_calls(cls)
-    elif name == REPLACE and namespace.get(REPLACE) is _DATACLASSES_REPLACE and _is_a_dataclass_with_no_subclasses(cls):
-        # 3.13's ``dataclasses`` gives the generic ``__replace__`` after
-        # ``__init__``, so after the methods were made: the generated one
-        # takes its place, which is all that ``_changed`` would do here.
-        _set(cls, REPLACE, namespace[STATE].replace)
-    elif STATE in namespace or type.__subclasses__(cls) or not _is_ours(namespace, name, namespace.get(name)):
+            _install(cls)  # written by dataclasses, which set the fields just before
+        else:
+            _recheck_calls(cls)
+    elif STATE in namespace or type.__subclasses__(cls) or not is_ours(namespace, name, namespace.get(name)):
         # A method name: a user's method, or one the rules take for metakit's
-        # (such as the generic ``__replace__`` that ``dataclasses`` gives from
-        # 3.13 on), which is replaced by the generated one.  A class with no
-        # generated methods yet, and no subclasses, gets them later.
+        # (such as ``dataclasses``' generic ``__replace__``, which the generated
+        # one replaces).  A class with no methods nor subclasses yet waits.
         _changed(cls)
-
-
-def _is_a_dataclass_with_no_subclasses(cls: type) -> bool:
-    """Whether *cls* is a dataclass with generated methods of its own, and no subclasses."""
-    namespace = cls.__dict__
-    return (
-        type(namespace.get(STATE)) is GeneratedMethods
-        and "__dataclass_fields__" in namespace
-        and not type.__subclasses__(cls)
-    )
 
 
 def _calls_hold(cls: type, layout: Layout) -> bool:
@@ -248,40 +188,38 @@ def _calls_hold(cls: type, layout: Layout) -> bool:
 def _recheck_calls(cls: type) -> None:
     """``__init__`` or ``__new__`` of *cls* changed: new methods for each class that ``replace`` would call wrongly.
 
-    ``replace`` passes ``__init__``'s arguments by position only while that
-    binds them as keywords would (see ``metakit._fields``): in *cls*, and in
-    the classes below it, which may inherit its ``__init__`` and share its
-    methods.
+    ``replace`` passes arguments by position only while that binds them as
+    keywords would (see ``_fields``): in *cls*, and in the classes below it,
+    which may inherit its ``__init__`` and share its methods.
     """
-    for member in _family(cls) if type.__subclasses__(cls) else (cls,):
+    for member in _family(cls):
         methods = getattr(member, STATE, None)  # its own, or those it shares with the dataclass above it
         if type(methods) is GeneratedMethods and not _calls_hold(member, methods.layout):
-            _install(member, member.__dict__)
+            _install(member)
 
 
-def _install(cls: type, namespace: Mapping[str, Any]) -> None:
-    """Give the dataclass *cls* generated methods for its own fields (*namespace* is ``cls.__dict__``)."""
-    previous: tuple[object, ...] = ()
+def _install(cls: type) -> None:
+    """Give the dataclass *cls* generated methods for its own fields."""
+    namespace = cls.__dict__
     old = namespace.get(STATE)
-    if old is not None:
-        # Made before for other fields (those an undecorated subclass of a
-        # plain dataclass inherits, before its decorator adds its own; or a
-        # name ``slots=True`` changed since).  Its functions stay where they
-        # are until the new ones take their places, so that no thread finds
-        # a method missing meanwhile; they are still metakit's, not a user's.
-        # (Their code keeps its file name while they live: the new code may
-        # take a suffixed one.)
-        if type(old) is GeneratedMethods:
-            previous = (old.asdict, old.astuple, old.replace)
-        _delete(cls, STATE)
+    # Methods made before for other fields (those an undecorated subclass of
+    # a plain dataclass inherits, before its decorator adds its own; or a
+    # name ``slots=True`` changed since) stay in place until the new ones
+    # take their places, so that no thread finds a method missing meanwhile.
+    previous = (old.asdict, old.astuple, old.replace) if type(old) is GeneratedMethods else ()
     methods = generate(namespace["__module__"], cls.__qualname__, layout_of(cls))
-    # metakit's own writes go straight to ``type``: nothing need watch them.
     _set(cls, STATE, methods)
-    _place(cls, methods, namespace, previous)
+    gone, wanted = _placing(cls, methods, frozenset(), previous)
+    for name in gone:
+        _delete(cls, name)
+    for name, generated in wanted:
+        _set(cls, name, generated)
     if type.__subclasses__(cls):
-        # Overrides below may reach the new methods through ``super()`` (rule 2).
+        # Overrides below may reach the new methods through ``super()`` (rule 2),
+        # and classes below that share them may be called otherwise.
         for member in _family(cls):
             _guard_bases(member)
+        _recheck_calls(cls)
 
 
 def _changed(cls: type) -> None:
@@ -292,8 +230,6 @@ def _changed(cls: type) -> None:
     down too, and those that come back are put back from the bottom up: no
     class ever inherits a base's generated method in place of its own.
     """
-    if cls is ZeroCopy:
-        _note_zerocopys_methods()
     family = _family(cls)
     coming_back: set[tuple[int, str]] = set()
     back: list[tuple[type, str, object]] = []
@@ -335,44 +271,13 @@ def _family(cls: type) -> list[type]:
     return family
 
 
-def _is_ours(namespace: Mapping[str, Any], name: str, value: object) -> bool:
-    """Whether *value*, found under *name* in the class namespace *namespace*, is a method metakit put there.
-
-    That is a generated method of that class's own, ``ZeroCopy``'s method,
-    or the generic ``__replace__`` of 3.13's ``dataclasses``.
-    """
-    return value is _DISPATCHERS.get(name) or value is _DATACLASSES_REPLACE or holds_generated(namespace, value)
-
-
-def _drop_methods(cls: type, namespace: Mapping[str, Any]) -> None:
-    """Take away the generated methods of *cls*, and their functions (*namespace* is ``cls.__dict__``)."""
+def _drop_methods(cls: type) -> None:
+    """Take away the generated methods of *cls*, and their functions."""
+    namespace = cls.__dict__
     for name in METHOD_NAMES:
         if holds_generated(namespace, namespace.get(name)):
             _delete(cls, name)
     _delete(cls, STATE)
-
-
-def _place(
-    cls: type, methods: GeneratedMethods, namespace: Mapping[str, Any], previous: tuple[object, ...] = ()
-) -> None:
-    """Put *methods* on *cls* under each name where rule 1 allows, and take them away where it does not.
-
-    *namespace* is ``cls.__dict__`` (a view: it shows each change);
-    *previous* are the functions of the methods that *methods* replace.
-    """
-    # (Three lookups cost less than ``isdisjoint``, which walks the namespace.)
-    if ASDICT not in namespace and ASTUPLE not in namespace and REPLACE not in namespace and _is_usual(cls):
-        # The usual class: none of the names of its own, and no user's method
-        # above it.
-        _set(cls, ASDICT, methods.asdict)
-        _set(cls, ASTUPLE, methods.astuple)
-        _set(cls, REPLACE, methods.replace)
-        return
-    gone, wanted = _placing(cls, methods, _NONE_COMING_BACK, previous)
-    for name in gone:
-        _delete(cls, name)
-    for name, generated in wanted:
-        _set(cls, name, generated)
 
 
 def _placing(
@@ -381,82 +286,49 @@ def _placing(
     """Rule 1 for *cls*: the names whose generated method must go, and the generated methods it must get.
 
     *coming_back* holds ``(id(class), name)`` for each generated method that
-    a class above will get back; *previous* is as for ``_place``.
+    a class above will get back; *previous* are the functions of the methods
+    that *methods* replace (metakit's, not a user's).
     """
     namespace = cls.__dict__
     gone: list[str] = []
     wanted: list[tuple[str, object]] = []
     for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
         own = namespace.get(name, _ABSENT)
-        replaced = any(own is function for function in previous)  # (by identity: a user's value may define __eq__)
-        if own is not _ABSENT and own is not generated and not replaced and not _is_ours(namespace, name, own):
-            continue  # the user's
-        if _inherits_users(cls, name, own, coming_back):
-            if own is not _ABSENT:  # the user's method above was put there later
-                gone.append(name)
-        elif own is not generated and own is not _DISPATCHERS[name]:
-            # (``ZeroCopy``'s method, put there by rule 2, stays: it serves
-            # the instance's own class too.)
-            wanted.append((name, generated))
+        # (``previous`` by identity: a user's value may define ``__eq__``.)
+        if own is _ABSENT or own is generated or is_ours(namespace, name, own) or any(own is f for f in previous):
+            if _inherits_users(cls, name, coming_back):
+                if own is not _ABSENT:  # the user's method above was put there later
+                    gone.append(name)
+            elif own is not generated and own is not _DISPATCHERS[name]:
+                # (``ZeroCopy``'s method, put there by rule 2, stays: it serves
+                # the instance's own class too.)
+                wanted.append((name, generated))
     return gone, wanted
 
 
-def _finds_dispatchers(cls: type) -> bool:
-    """Whether ``type``'s own lookup finds ``ZeroCopy``'s method on *cls* under each name (compared by identity)."""
-    return (
-        getattr(cls, ASDICT, None) is _DISPATCHERS[ASDICT]
-        and getattr(cls, ASTUPLE, None) is _DISPATCHERS[ASTUPLE]
-        and getattr(cls, REPLACE, None) is _DISPATCHERS[REPLACE]
-    )
-
-
-def _is_usual(cls: type) -> bool:
-    """Whether *cls*, which holds none of the names itself, inherits no user's method under any: the usual class.
-
-    Where its MRO is ``(cls, ZeroCopy, object)``, that is whether ZeroCopy
-    holds none (``_zerocopy_holds_none``, one read instead of three lookups
-    through a new class, which no cache knows yet).  Else it is decided
-    strictly: ``ZeroCopy``'s methods are found.
-    """
-    mro = cls.__mro__
-    if len(mro) == 3 and mro[1] is ZeroCopy:
-        return _zerocopy_holds_none
-    return _finds_dispatchers(cls)
-
-
-def _note_zerocopys_methods() -> None:
-    """``ZeroCopy``'s methods changed: note whether it holds a user's."""
-    global _zerocopy_holds_none  # noqa: PLW0603  # this module's own state, under LOCK
-    _zerocopy_holds_none = not _holds_a_users_method(ZeroCopy)
-
-
-def _inherits_users(cls: type, name: str, own: object, coming_back: Set[tuple[int, str]]) -> bool:
-    """Whether *cls*, which holds *own* under *name*, inherits a method of that name that a user wrote.
+def _inherits_users(cls: type, name: str, coming_back: Set[tuple[int, str]]) -> bool:
+    """Whether *cls* inherits a method of that name that a user wrote.
 
     *coming_back* is as for ``_placing``.
     """
-    if name is REPLACE and _DATACLASSES_GIVE_REPLACE and "__dataclass_fields__" in cls.__dict__:
+    if name is REPLACE and _DATACLASSES_REPLACE is not _ABSENT and "__dataclass_fields__" in cls.__dict__:
         return False  # dataclasses gives the dataclass a __replace__ of its own: so does metakit
-    # What ``type``'s own lookup finds, most often ``ZeroCopy``'s method;
-    # anything else is looked for below, in the class that holds it.
-    if own is _ABSENT and getattr(cls, name, _ABSENT) is _DISPATCHERS[name]:
-        return False
     for base in cls.__mro__[1:]:
         namespace = base.__dict__
         if (id(base), name) in coming_back:
             return False
         if name in namespace:
-            return not _is_ours(namespace, name, namespace[name])
+            return not is_ours(namespace, name, namespace[name])
     return False
 
 
 def _guard_bases(cls: type) -> None:
     """Rule 2: above the first user method in *cls*'s MRO, let no generated method serve a base's fields only."""
     mro = cls.__mro__
-    first = next((at for at, base in enumerate(mro) if _holds_a_users_method(base)), None)
-    if first is None:
-        return
-    _dispatch(mro[first + 1 :])
+    for at, base in enumerate(mro):
+        if _holds_a_users_method(base):
+            _dispatch(mro[at + 1 :])
+            return
 
 
 def _dispatch(classes: tuple[type, ...]) -> None:
@@ -470,7 +342,7 @@ def _dispatch(classes: tuple[type, ...]) -> None:
 
 def _holds_a_users_method(cls: type) -> bool:
     namespace = cls.__dict__
-    return any(not _is_ours(namespace, name, namespace[name]) for name in METHOD_NAMES if name in namespace)
+    return any(name in namespace and not is_ours(namespace, name, namespace[name]) for name in METHOD_NAMES)
 
 
 def zerocopy_classes() -> list[type]:
@@ -480,7 +352,7 @@ def zerocopy_classes() -> list[type]:
     class that ``@dataclass(slots=True)`` replaces by a new one is not
     listed.
     """
-    classes = [cls for _, cls in live_items(_registry)]
+    classes = [cls for ref in _registry.copy().values() if (cls := ref()) is not None]
     # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.
     newest = {id(fields): cls for cls in classes if (fields := cls.__dict__.get("__dataclass_fields__")) is not None}
     return [cls for cls in classes if newest.get(id(cls.__dict__.get("__dataclass_fields__")), cls) is cls]
@@ -526,5 +398,3 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
 
 _DISPATCHERS.update({name: ZeroCopy.__dict__[name] for name in METHOD_NAMES})
-_ZEROCOPY_ALONE = (ZeroCopy,)
-_ZEROCOPY_NAMESPACE = ZeroCopy.__dict__

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import keyword
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Final
 
 from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout, as_text
@@ -56,49 +56,17 @@ def why_unwritable(name: object) -> str:
     return f"the parser reads identifiers in NFKC form, so it would read {unicodedata.normalize('NFKC', text)!r}"
 
 
-def unwritable(names: Sequence[object]) -> object | None:
+def unwritable(names: Iterable[object]) -> object | None:
     """The first of *names* that ``writable_name`` refuses, or ``None``."""
-    return next((name for name in names if not writable_name(name)), None)
-
-
-_WRITABLE: Final[set[tuple[str, ...]]] = set()
-"""Lists of names ``writable_names`` found writable (names only; emptied past ``_MOST_WRITABLE``).
-
-Read and written without a lock: each step is one operation of a set, which the GIL keeps whole.
-"""
-_MOST_WRITABLE: Final = 1024
-_JUST_STR: Final = {str}
-
-
-def writable_names(names: tuple[str, ...]) -> bool:
-    """Whether ``unwritable(names)`` is ``None``; a list of names met again costs one set lookup.
-
-    Only lists of plain ``str`` are remembered: a ``str`` subclass could
-    compare equal to anything.
-    """
-    if names in _WRITABLE:  # a class made again, or checked before its dataclass __init__ is written
-        return True
-    # The usual names: plain ASCII identifiers that are not keywords.  (One
-    # loop over the names costs less than a pass in C for each test, from
-    # 3.11 on; the tests that take no method call are passes in C.)
     for name in names:
-        if type(name) is not str or not name.isidentifier():
-            break
-    else:
-        if "".join(names).isascii() and _KEYWORDS.isdisjoint(names):
-            _remember(names)
-            return True
-    if unwritable(names) is not None:
-        return False
-    if set(map(type, names)) <= _JUST_STR:  # plain texts only
-        _remember(names)
-    return True
+        if not writable_name(name):
+            return name
+    return None
 
 
-def _remember(names: tuple[str, ...]) -> None:
-    if len(_WRITABLE) >= _MOST_WRITABLE:
-        _WRITABLE.clear()
-    _WRITABLE.add(names)
+def printable(label: str) -> str:
+    """*label* as one printable line: a class's name can hold a newline (``make_dataclass`` takes any)."""
+    return label if label.isprintable() else repr(label)[1:-1]
 
 
 def header(owner: str) -> str:

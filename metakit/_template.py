@@ -1,13 +1,11 @@
-"""Code compiled once for placeholder names, and copied for real names.
+"""Code compiled once per shape of fields, and copied for real names.
 
 Compiling a class's source costs a third of what making its dataclass costs.
 Yet the code for one *shape* of fields (how many there are, and what each is
 to ``replace``) differs between classes only in the names it reads: its
 ``co_names`` and the strings in its ``co_consts``.  So each shape is
 compiled once with the placeholder names ``_0``, ``_1``, ..., and a class
-gets a copy made by ``CodeType.replace`` with its own names.  (Its source
-text is written by ``_source``, for every class alike: f-strings cost less
-than any copy of the template's text.)
+gets a copy made by ``CodeType.replace`` with its own names.
 
 Positions are kept by line only.  A column depends on the length of every
 name before it on its line, so a copied column table would be wrong; the
@@ -17,7 +15,7 @@ show the line, without carets under it).
 Each template is checked once against a real ``compile`` of the same source
 with sample names.  A template that differs, or any exception at all while
 one is built, checked or copied, means no template: the caller compiles the
-source for real (see ``usable``).
+source for real (see ``template_for``).
 """
 
 from __future__ import annotations
@@ -32,38 +30,58 @@ from typing import Any, Final
 from metakit._fields import Layout
 from metakit._source import methods_source
 
-# A template's key: "P" or "K" (replace passes __init__'s arguments by
-# position or by keyword), then one letter per entry of the layout.  Lower
-# case: the field is returned by asdict_zerocopy; upper case: it is not.  The
-# letter itself is the field's role in replace (see metakit._fields).
+# A shape's key: "P" or "K" (replace passes __init__'s arguments by position
+# or by keyword), then one letter per entry of the layout.  Lower case: the
+# field is returned by asdict_zerocopy; upper case: it is not.  The letter
+# itself is the field's role in replace (see metakit._fields).
 _INCLUDED: Final = frozenset("cr")
 
 _MOST_ENTRIES: Final = 100
 """Past this many fields a class is compiled for real: such classes are rare, and their templates large."""
-_MOST_TEMPLATES: Final = 64
-_MOST_SEEN: Final = 1024
+_MOST_SHAPES: Final = 64
 
 
-def template_key(layout: Layout) -> str:
+def shape(layout: Layout) -> str:
     """The key of the template that serves *layout*: how ``replace`` calls, then a letter per field."""
-    if len(layout.included) == len(layout.names):  # every field returned: the letters are the roles
-        return ("P" if layout.by_position else "K") + layout.roles
     kept = set(layout.included)
-    letters = (role if name in kept else role.upper() for name, role in zip(layout.names, layout.roles, strict=True))
+    letters = [role if name in kept else role.upper() for name, role in zip(layout.names, layout.roles, strict=True)]
     return ("P" if layout.by_position else "K") + "".join(letters)
 
 
-def _layout(key: str, names: tuple[str, ...]) -> Layout:
-    """The layout of fields *names* that *key* describes."""
+def layout_of_shape(key: str, names: tuple[str, ...]) -> Layout:
+    """The layout of fields *names* that the shape *key* describes."""
     letters = key[1:]
     included = tuple(name for name, letter in zip(names, letters, strict=True) if letter in _INCLUDED)
     return Layout(names, letters.lower(), included, True, key[0] == "P")
 
 
-def compile_methods(source: str) -> dict[str, CodeType]:
+def compile_methods(source: str, filename: str = "<metakit>") -> dict[str, CodeType]:
     """Compile *source* for real: each function's code, by name."""
-    module = compile(source, "<metakit>", "exec")
+    module = compile(source, filename, "exec")
     return {c.co_name: c for c in module.co_consts if isinstance(c, CodeType)}
+
+
+if sys.version_info >= (3, 11):
+
+    def _named(
+        code: CodeType, filename: str, qualname: str, names: tuple[str, ...], consts: tuple[object, ...]
+    ) -> CodeType:
+        """*code* under *filename*, as the method of the class *qualname*, reading *names* and *consts*."""
+        qualified = f"{qualname}.{code.co_name}"
+        return code.replace(co_filename=filename, co_qualname=qualified, co_names=names, co_consts=consts)
+
+else:
+
+    def _named(
+        code: CodeType, filename: str, qualname: str, names: tuple[str, ...], consts: tuple[object, ...]
+    ) -> CodeType:
+        """*code* under *filename*, reading *names* and *consts* (no ``co_qualname`` before 3.11)."""
+        return code.replace(co_filename=filename, co_names=names, co_consts=consts)
+
+
+def named(codes: dict[str, CodeType], filename: str, qualname: str) -> dict[str, CodeType]:
+    """*codes*, from a real compile, under *filename*, as the methods of the class *qualname*."""
+    return {method: _named(code, filename, qualname, code.co_names, code.co_consts) for method, code in codes.items()}
 
 
 # --- positions by line (3.11+) ---------------------------------------------
@@ -116,95 +134,6 @@ else:
         return code
 
 
-# --- templates ---------------------------------------------------------------
-# A copy for real names is made without a loop over the code: each of the
-# template's names, constants and pieces of source is found, by its index,
-# in one "pool" tuple that the three functions share: the class's names,
-# then the fixed values, then the tuples that hold names (the keys of a dict
-# display), built for the copy.
-
-
-_Getter = Callable[[tuple[object, ...]], tuple[Any, ...]]
-
-
-def _getter(indices: tuple[int, ...]) -> _Getter:
-    """A function that takes the items at *indices* of a tuple, as a tuple, in C where it can."""
-    if len(indices) >= 2:
-        return itemgetter(*indices)
-    return lambda pool: tuple([pool[at] for at in indices])
-
-
-class _PoolLayout:
-    """Where each value of the template's code is in the pool, while the recipes are written."""
-
-    def __init__(self, placeholders: tuple[str, ...]) -> None:
-        self.index = {name: at for at, name in enumerate(placeholders)}
-        self.fixed: list[object] = []
-        self.tuples: list[tuple[int, ...]] = []
-
-    def at(self, value: object) -> int:
-        """The index of *value*: a placeholder's own, else a new fixed value's."""
-        if type(value) is str and value in self.index:
-            return self.index[value]
-        if type(value) is tuple and not self.index.keys().isdisjoint(value):
-            raise ValueError("a tuple of names inside a tuple of constants")  # never written
-        self.fixed.append(value)
-        return len(self.index) + len(self.fixed) - 1
-
-    def const_at(self, value: object) -> int:
-        """``at``, but a tuple that holds names is built for the copy: for it, ``-1 - k`` (the k-th built)."""
-        if type(value) is tuple and not self.index.keys().isdisjoint(value):
-            self.tuples.append(tuple([self.at(item) for item in value]))
-            return -len(self.tuples)
-        return self.at(value)
-
-
-class _Recipe:
-    """How to copy one function's template code for other names: by index into the pool."""
-
-    __slots__ = ("_consts", "_names", "code", "dotted")
-
-    def __init__(self, code: CodeType, names: tuple[int, ...], consts: tuple[int, ...]) -> None:
-        self.code = code
-        self.dotted = f".{code.co_name}"
-        self._names = _getter(names)
-        self._consts = _getter(consts)
-
-    if sys.version_info >= (3, 11):
-
-        def copy(self, pool: tuple[object, ...], filename: str, qualname: str) -> CodeType:
-            """The code for the names in *pool*, under *filename*, as the method of the class *qualname*."""
-            return self.code.replace(
-                co_names=self._names(pool),
-                co_consts=self._consts(pool),
-                co_filename=filename,
-                co_qualname=qualname + self.dotted,
-            )
-
-    else:  # no co_qualname before 3.11
-
-        def copy(self, pool: tuple[object, ...], filename: str, qualname: str) -> CodeType:
-            """The code for the names in *pool*, under *filename*, as the method of the class *qualname*."""
-            return self.code.replace(co_names=self._names(pool), co_consts=self._consts(pool), co_filename=filename)
-
-
-def _recipes(
-    codes: Iterable[CodeType], placeholders: tuple[str, ...]
-) -> tuple[list[_Recipe], tuple[object, ...], tuple[_Getter, ...]]:
-    """The recipes of *codes*, the fixed values of their pool, and the makers of its built tuples."""
-    layout = _PoolLayout(placeholders)
-    written = [
-        (code, tuple([layout.at(name) for name in code.co_names]), [layout.const_at(value) for value in code.co_consts])
-        for code in codes
-    ]
-    first_built = len(placeholders) + len(layout.fixed)  # the built tuples follow every fixed value
-    recipes = [
-        _Recipe(code, names, tuple([first_built - 1 - at if at < 0 else at for at in consts]))
-        for code, names, consts in written
-    ]
-    return recipes, tuple(layout.fixed), tuple([_getter(indices) for indices in layout.tuples])
-
-
 def same_code(a: CodeType, b: CodeType) -> bool:
     """Whether *a* and *b* run the same bytecode with the same names, constants and lines."""
     return (
@@ -216,6 +145,57 @@ def same_code(a: CodeType, b: CodeType) -> bool:
     )
 
 
+_Take = Callable[[tuple[object, ...]], tuple[Any, ...]]
+
+
+def _taker(indices: list[int]) -> _Take:
+    """A function that takes the items at *indices* of a tuple, as a tuple: in C, where there are two or more."""
+    if len(indices) >= 2:
+        return itemgetter(*indices)
+    return lambda pool: tuple([pool[at] for at in indices])
+
+
+class _Copier:
+    """How to copy one function's template code for other names, without a loop in Python.
+
+    Each name and constant of the copy is found by its index in one pool of
+    values: the class's names, then the template's other values, then the
+    tuples of names it holds as constants (a dict display's keys), built for
+    the copy.
+    """
+
+    def __init__(self, code: CodeType, names: _Take, consts: _Take) -> None:
+        self.code = code
+        self.names = names
+        self.consts = consts
+
+
+def _copiers(
+    codes: Iterable[CodeType], placeholders: tuple[str, ...]
+) -> tuple[list[_Copier], tuple[object, ...], list[_Take]]:
+    """The copiers of *codes*, the fixed values of their pool, and the makers of the tuples it holds."""
+    index = {name: at for at, name in enumerate(placeholders)}
+    fixed: list[object] = []
+    tuples: list[list[int]] = []
+
+    def at(value: object) -> int:
+        if type(value) is str and value in index:
+            return index[value]
+        if type(value) is tuple and not index.keys().isdisjoint(value):
+            tuples.append([at(item) for item in value])
+            return -len(tuples)  # the k-th tuple built: its index is known once every fixed value is
+        fixed.append(value)
+        return len(placeholders) + len(fixed) - 1
+
+    written = [(code, [at(name) for name in code.co_names], [at(value) for value in code.co_consts]) for code in codes]
+    built = len(placeholders) + len(fixed) - 1  # the tuples follow every fixed value
+    copiers = [
+        _Copier(code, _taker(names), _taker([built - at if at < 0 else at for at in consts]))
+        for code, names, consts in written
+    ]
+    return copiers, tuple(fixed), [_taker(indices) for indices in tuples]
+
+
 class Template:
     """The generated methods of one shape, compiled for placeholder names."""
 
@@ -224,9 +204,9 @@ class Template:
         self.placeholders = tuple(f"_{i}" for i in range(len(key) - 1))
         self.codes: dict[str, CodeType] = {}
         self.reads: frozenset[str] = frozenset()
-        self._recipes: tuple[_Recipe, ...] = ()
+        self._copiers: list[_Copier] = []
         self._fixed: tuple[object, ...] = ()
-        self._tuples: tuple[_Getter, ...] = ()
+        self._tuples: list[_Take] = []
         try:
             self.trusted = self._build()
         except Exception:  # any failure means no template (see the module's docstring)
@@ -235,8 +215,7 @@ class Template:
     def _build(self) -> bool:
         """Compile the template and check it against a real compile; whether it agrees."""
         self.codes = self._compiled(self.placeholders)
-        recipes, self._fixed, self._tuples = _recipes(self.codes.values(), self.placeholders)
-        self._recipes = tuple(recipes)
+        self._copiers, self._fixed, self._tuples = _copiers(self.codes.values(), self.placeholders)
         # Names the code reads besides the fields (``isinstance``, ``KeyError``,
         # ...).  ``compile`` holds a field of the same name once in
         # ``co_names``, a copy of the template twice: such fields are
@@ -244,67 +223,55 @@ class Template:
         self.reads = frozenset(n for c in self.codes.values() for n in c.co_names if n not in self.placeholders)
         # Names of many lengths, some not ASCII.
         sample = tuple(f"s{i}_" + "é" * (i % 3) + "w" * (i * 7 % 40) for i in range(len(self.placeholders)))
-        ours = self.specialize(sample)
+        ours = self.specialize(sample, "<metakit>", "")
         theirs = self._compiled(sample)
         return ours.keys() == theirs.keys() and all(same_code(ours[m], theirs[m]) for m in ours)
 
     def _compiled(self, names: tuple[str, ...]) -> dict[str, CodeType]:
-        codes = compile_methods(methods_source(_layout(self.key, names), "template"))
+        codes = named(compile_methods(methods_source(layout_of_shape(self.key, names), "template")), "<metakit>", "")
         return {name: lines_only(code) for name, code in codes.items()}
 
-    def specialize(
-        self, names: tuple[str, ...], filename: str = "<metakit>", qualname: str = ""
-    ) -> dict[str, CodeType]:
+    def specialize(self, names: tuple[str, ...], filename: str, qualname: str) -> dict[str, CodeType]:
         """The template's code for fields *names*: what ``compile`` gives for them, by line.
 
         The code is under *filename*, as the methods of the class *qualname*.
         """
         pool = names + self._fixed
-        for make in self._tuples:  # each takes names and fixed values only: those before it
-            pool += (make(pool),)
-        asdict, astuple, replace = self._recipes
+        for take in self._tuples:  # each takes names and fixed values only: those before it
+            pool += (take(pool),)
         return {
-            asdict.code.co_name: asdict.copy(pool, filename, qualname),
-            astuple.code.co_name: astuple.copy(pool, filename, qualname),
-            replace.code.co_name: replace.copy(pool, filename, qualname),
+            copier.code.co_name: _named(copier.code, filename, qualname, copier.names(pool), copier.consts(pool))
+            for copier in self._copiers
         }
 
 
-# Templates by key, least recently used first; and the keys met once, which
-# get a template when they are met again (a shape met only once would pay
-# for its template and never use it).  Both bounded.  The caller holds a lock.
-_templates: OrderedDict[str, Template] = OrderedDict()
-_seen: OrderedDict[str, None] = OrderedDict()
+# Templates by shape, least recently used first.  A shape met once maps to
+# ``None`` and gets its template when it is met again: a shape met only once
+# would pay for a template and never use it.  Bounded.  No lock: two threads
+# may each build a template for one shape, and either serves.
+_templates: OrderedDict[str, Template | None] = OrderedDict()
 
 
-def usable(key: str, names: tuple[str, ...]) -> Template | None:
-    """The trusted template for *key* that can serve fields *names*, or ``None``: compile for real."""
+def template_for(layout: Layout) -> Template | None:
+    """The trusted template that serves *layout*, or ``None``: compile for real."""
     # Any failure of the optimisation, whatever its exception, means no
     # template: a layout of code objects that this module does not expect
     # must cost speed, never correctness.
     try:
-        template = _template(key)
-        if template is None or not template.trusted or not template.reads.isdisjoint(names):
+        if not layout.exact or len(layout.names) > _MOST_ENTRIES:
+            return None
+        key = shape(layout)
+        if key not in _templates:
+            _templates[key] = None
+            template = None
+        else:
+            template = _templates[key] or Template(key)
+            _templates[key] = template
+            _templates.move_to_end(key)
+        if len(_templates) > _MOST_SHAPES:
+            _templates.popitem(last=False)
+        if template is None or not template.trusted or not template.reads.isdisjoint(layout.names):
             return None
         return template
     except Exception:  # see above: fall back to compile
         return None
-
-
-def _template(key: str) -> Template | None:
-    template = _templates.get(key)
-    if template is not None:
-        _templates.move_to_end(key)
-        return template
-    if len(key) - 1 > _MOST_ENTRIES:
-        return None
-    if key not in _seen:
-        _seen[key] = None
-        if len(_seen) > _MOST_SEEN:
-            _seen.popitem(last=False)
-        return None
-    del _seen[key]
-    template = _templates[key] = Template(key)
-    if len(_templates) > _MOST_TEMPLATES:
-        _templates.popitem(last=False)
-    return template

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metakit
-from metakit import OMIT, ZeroCopy, _source, _template
+from metakit import OMIT, ZeroCopy, _template
 from metakit._fields import Layout
 from metakit._source import methods_source, writable_name
-from metakit._template import Template, compile_methods, lines_only, same_code, template_key
+from metakit._template import Template, compile_methods, layout_of_shape, lines_only, same_code, shape
 
 ASDICT_HEADER = "def asdict_zerocopy(self, skip_fields=None):"
 ASTUPLE_HEADER = "def astuple_zerocopy(self):"
@@ -424,7 +424,7 @@ KEYS = [f"{call}{shape}" for call in "PK" for shape in SHAPES]
 
 
 def source_for(key: str, names: tuple[str, ...]) -> str:
-    return methods_source(_template._layout(key, names), "C")
+    return methods_source(layout_of_shape(key, names), "C")
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -433,7 +433,7 @@ def test_template_copy_equals_a_real_compile_by_line(key):
     assert template.trusted
     for shift in range(len(SAMPLE_NAMES)):
         names = names_for(len(key) - 1, shift)
-        ours = template.specialize(names)
+        ours = template.specialize(names, "<metakit>", "")
         theirs = {m: lines_only(c) for m, c in compile_methods(source_for(key, names)).items()}
         assert set(ours) == set(theirs) == set(METHODS)
         for method, code in theirs.items():
@@ -442,15 +442,15 @@ def test_template_copy_equals_a_real_compile_by_line(key):
 
 def test_template_copy_with_placeholder_names_in_another_order():
     names = ("_2", "_0", "_1")
-    ours = Template("Pccc").specialize(names)
+    ours = Template("Pccc").specialize(names, "<metakit>", "")
     theirs = compile_methods(source_for("Pccc", names))
     assert all(same_code(ours[m], lines_only(theirs[m])) for m in theirs)
 
 
 def test_the_template_key_names_role_and_inclusion_of_each_field():
     layout = Layout(("a", "b", "c", "d"), "crqc", ("a", "b"), True, True)
-    assert template_key(layout) == "PcrQC"
-    assert template_key(layout._replace(by_position=False)) == "KcrQC"
+    assert shape(layout) == "PcrQC"
+    assert shape(layout._replace(by_position=False)) == "KcrQC"
 
 
 def test_lines_only_keeps_every_instruction_on_its_line_and_drops_columns():
@@ -490,36 +490,37 @@ def failing(error: type[Exception]) -> Any:
     return fail
 
 
-@pytest.mark.parametrize("error", [IndexError, ValueError, KeyError, TypeError, AttributeError, RuntimeError])
-@pytest.mark.parametrize("where", ["lines_only", "_Recipe", "same_code"])
+ERRORS = [IndexError, ValueError, KeyError, TypeError, AttributeError, RuntimeError]
+
+
+def a_new_shape(test: int) -> int:
+    """A field count that no other test meets: its template is built, in that test, from scratch."""
+    return 60 + test
+
+
+@pytest.mark.parametrize("error", ERRORS)
+@pytest.mark.parametrize("where", ["lines_only", "_copiers", "same_code"])
 def test_any_failure_of_the_template_falls_back_to_compile(monkeypatch, where, error):
-    # A changed code layout (simulated: the position reader, the copy's
-    # recipe or the check raises) must cost speed,
-    # never correctness.
-    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
-    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
+    # A changed code layout (simulated: the position reader, the copy or the
+    # check raises while the template is built) must cost speed, never correctness.
     monkeypatch.setattr(_template, where, failing(error))
-    names = [f"fallback_{where}_{error.__name__}_{i}" for i in range(4)]
+    count = a_new_shape(ERRORS.index(error) * 3 + ["lines_only", "_copiers", "same_code"].index(where))
+    names = [f"fallback_{where}_{error.__name__}_{i}" for i in range(count)]
     cls = made_twice(names, "Fallback")
     assert_installed_code_is_its_compiled_source(cls)
     # Compiled for real: the code keeps its columns, where code has them.
     compiled = compile_methods(metakit.generated_source(cls))["asdict_zerocopy"]
     assert cls.asdict_zerocopy.__code__.co_linetable == compiled.co_linetable
-    obj = cls(*range(4))
-    assert obj.asdict_zerocopy() == dict(zip(names, range(4), strict=True))
-    assert metakit.replace(obj, **{names[0]: 9}).astuple_zerocopy() == (9, 1, 2, 3)
+    obj = cls(*range(count))
+    assert obj.asdict_zerocopy() == dict(zip(names, range(count), strict=True))
+    assert metakit.replace(obj, **{names[0]: -1}).astuple_zerocopy() == (-1, *range(1, count))
 
 
-@pytest.mark.parametrize("error", [IndexError, ValueError, KeyError, TypeError, AttributeError, RuntimeError])
-@pytest.mark.parametrize("where", ["copy", "specialize"])
-def test_a_trusted_template_that_fails_to_copy_falls_back_to_compile(monkeypatch, where, error):
-    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
-    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
-    names = [f"late_{where}_{error.__name__}_{i}" for i in range(3)]
+@pytest.mark.parametrize("error", ERRORS)
+def test_a_trusted_template_that_fails_to_copy_falls_back_to_compile(monkeypatch, error):
+    names = [f"late_{error.__name__}_{i}" for i in range(3)]
     made_twice(names[::-1], "Warm")  # the shape's template is built, and trusted
-    assert all(template.trusted for template in _template._templates.values())
-    owner = _template._Recipe if where == "copy" else _template.Template
-    monkeypatch.setattr(owner, where, failing(error))
+    monkeypatch.setattr(Template, "specialize", failing(error))
     cls = made_twice(names, "LateFallback")
     assert_installed_code_is_its_compiled_source(cls)
     compiled = compile_methods(metakit.generated_source(cls))["asdict_zerocopy"]
@@ -530,30 +531,17 @@ def test_a_trusted_template_that_fails_to_copy_falls_back_to_compile(monkeypatch
 
 
 def test_an_untrusted_template_is_never_used(monkeypatch):
-    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
-    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
     monkeypatch.setattr(_template, "same_code", lambda a, b: False)
-    assert _template.usable("Pcc", ("a", "b")) is None  # first sight
-    assert _template.usable("Pcc", ("a", "b")) is None  # built, and found untrusted
-    assert not _template._templates["Pcc"].trusted
+    layout = layout_of_shape("P" + "c" * a_new_shape(20), tuple(f"u{i}" for i in range(a_new_shape(20))))
+    assert _template.template_for(layout) is None  # first sight
+    assert _template.template_for(layout) is None  # built, and found untrusted
 
 
-def test_a_template_is_built_on_the_second_sight_of_a_shape_only(monkeypatch):
-    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
-    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
-    assert _template.usable("PccRq", ("a", "b", "c", "d")) is None
-    assert "PccRq" not in _template._templates
-    assert _template.usable("PccRq", ("e", "f", "g", "h")) is not None
-
-
-def test_templates_and_shapes_met_once_are_bounded(monkeypatch):
-    monkeypatch.setattr(_template, "_templates", type(_template._templates)())
-    monkeypatch.setattr(_template, "_seen", type(_template._seen)())
-    for count in range(_template._MOST_SEEN + 300):
-        _template.usable("P" + "c" * (count % 300), tuple(f"n{i}" for i in range(count % 300)))
-    assert len(_template._templates) <= _template._MOST_TEMPLATES
-    assert len(_template._seen) <= _template._MOST_SEEN
-    assert max(map(len, _template._templates)) <= _template._MOST_ENTRIES + 1
+def test_a_template_is_built_on_the_second_sight_of_a_shape_only():
+    names = tuple(f"s{i}" for i in range(a_new_shape(21)))
+    key = "P" + "c" * (len(names) - 2) + "Rq"
+    assert _template.template_for(layout_of_shape(key, names)) is None
+    assert _template.template_for(layout_of_shape(key, names[::-1])) is not None
 
 
 # Any name a field may take.  Names that ``ZeroCopy`` or ``object`` already
@@ -577,30 +565,12 @@ def test_installed_code_is_its_compiled_source_for_any_names(names):
     assert obj.asdict_zerocopy() == dict(zip(names, names, strict=True))
 
 
-def test_writable_names_remembers_only_lists_it_found_writable_and_is_bounded():
-    assert not _source.writable_names(("fine", "not-ident"))
-    assert not _source.writable_names(("fine", "not-ident"))  # refused again: never remembered
-    assert ("fine", "not-ident") not in _source._WRITABLE
-    for i in range(_source._MOST_WRITABLE + 10):
-        assert _source.writable_names((f"bounded_{i}", "fine"))
-    assert len(_source._WRITABLE) <= _source._MOST_WRITABLE
-
-
-def test_writable_names_takes_the_usual_names_at_once_and_checks_the_others_one_by_one():
-    assert _source.writable_names(("usual_a", "_b", "c3"))
-    assert ("usual_a", "_b", "c3") in _source._WRITABLE
-    assert _source.writable_names(("café", "名前"))  # identifiers in NFKC form, not ASCII
-    assert ("café", "名前") in _source._WRITABLE
-    for refused in [("fine", "class"), ("fine", "\ufb01"), ("fine", "1x"), ("fine", 3), ("fine", "__debug__")]:
-        assert not _source.writable_names(refused)  # type: ignore[arg-type]
-        assert refused not in _source._WRITABLE
-
+def test_a_str_subclass_is_checked_as_the_text_it_holds():
     class Name(str):
         __slots__ = ()
 
         def isidentifier(self) -> bool:  # not asked: the text itself is checked
             return True
 
-    assert _source.writable_names(("fine", Name("sub")))
-    assert ("fine", "sub") not in _source._WRITABLE  # a str subclass is never remembered
-    assert not _source.writable_names(("fine", Name("a-b")))
+    assert writable_name(Name("sub"))
+    assert not writable_name(Name("a-b"))
