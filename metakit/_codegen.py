@@ -194,20 +194,15 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Source:
     entry = _claim(label, [header(label), *body])
     filename = entry[3]
     try:
-        if compiled is None:
-            codes = _codes(layout, qualname, entry)
-        elif compiled.filename == filename and compiled.qualname == qualname:
-            codes = compiled.codes  # a class statement run again, its last class collected
-        else:
-            codes = named(compiled.codes, filename, qualname)
+        codes = _codes(layout, qualname, entry) if compiled is None else named(compiled.codes, filename, qualname)
         source = _Source(codes, entry)
     except BaseException:
         linecache.cache.pop(filename, None)
         raise
-    if len(layout.names) <= _MOST_FIELDS_KEPT:
+    if compiled is None and len(layout.names) <= _MOST_FIELDS_KEPT:
         if len(_compiled) >= _MOST_LAYOUTS:
             _compiled.clear()
-        _compiled[layout] = _Compiled(body, codes, filename, qualname)
+        _compiled[layout] = _Compiled(body, codes)
     lifetime = _Lifetime(source, _forget)
     lifetime.key = key
     lifetime.entry = entry
@@ -216,16 +211,10 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Source:
 
 
 class _Compiled(NamedTuple):
-    """A layout's source lines below the header, and the code last made for it.
-
-    Every class of that layout runs that code, as it is where it has the
-    same file name and qualified name, else in a copy under its own.
-    """
+    """A layout's source lines below the header, and its code: each class runs a copy under its own names."""
 
     body: list[str]
     codes: dict[str, CodeType]
-    filename: str
-    qualname: str
 
 
 _compiled: Final[dict[Layout, _Compiled]] = {}
