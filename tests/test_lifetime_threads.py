@@ -767,6 +767,20 @@ def test_threads_subclasses_created_while_base_overrides_change():
         assert obj.asdict_zerocopy() == own
 
 
+def _race(maker, started, assign):
+    """Run *maker* in a thread, switching threads as often as Python allows, and *assign* once it has started."""
+    thread = threading.Thread(target=maker)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        thread.start()
+        started.wait()
+        assign()
+        thread.join(60)
+    finally:
+        sys.setswitchinterval(old)
+
+
 def test_threads_subclass_created_while_base_override_assigned():
     wrong = []
     for _ in range(120):
@@ -779,16 +793,7 @@ def test_threads_subclass_created_while_base_override_assigned():
             for i in range(25):
                 made.append(make_dataclass(f"C{i}", [(f"c{i}", int, field(default=i))], bases=(Mid,)))
 
-        thread = threading.Thread(target=maker)
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)
-        try:
-            thread.start()
-            started.wait()
-            Mid.asdict_zerocopy = _make_override(Mid, "d")
-            thread.join(60)
-        finally:
-            sys.setswitchinterval(old)
+        _race(maker, started, lambda Mid=Mid: setattr(Mid, "asdict_zerocopy", _make_override(Mid, "d")))
         for cls in made:
             obj = cls()
             own = {f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)}
@@ -814,16 +819,7 @@ def test_threads_subclass_created_while_base_new_assigned():
             for i in range(15):
                 made.append(make_dataclass(f"N{i}", [(f"n{i}", int, field(default=i))], bases=(Mid,)))
 
-        thread = threading.Thread(target=maker)
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)
-        try:
-            thread.start()
-            started.wait()
-            Mid.__new__ = __new__
-            thread.join(60)
-        finally:
-            sys.setswitchinterval(old)
+        _race(maker, started, lambda Mid=Mid, new=__new__: setattr(Mid, "__new__", new))
         for cls in made:
             obj = cls()
             seen.clear()

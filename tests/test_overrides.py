@@ -1233,26 +1233,24 @@ class LoggingMeta(type):
         super().__delattr__(name)
 
 
-class CombinedSetattr(ZeroCopyFields, LoggingMeta):
+class _CombinedLogging(type):
+    """The combined metaclass's own __setattr__ and __delattr__, first in its MRO."""
+
+    def __setattr__(cls, name, value):
+        _log.append(("CombinedSetattr", name))
+        super().__setattr__(name, value)
+
+    def __delattr__(cls, name):
+        _log.append(("CombinedSetattr.del", name))
+        super().__delattr__(name)
+
+
+class CombinedSetattr(_CombinedLogging, ZeroCopyFields, LoggingMeta):
     """A combined metaclass with a __setattr__ of its own (README: every __setattr__ runs, in MRO order)."""
 
-    def __setattr__(cls, name, value):
-        _log.append(("CombinedSetattr", name))
-        super().__setattr__(name, value)
 
-    def __delattr__(cls, name):
-        _log.append(("CombinedSetattr.del", name))
-        super().__delattr__(name)
-
-
-class CombinedSetattrOtherOrder(LoggingMeta, ZeroCopyFields):
-    def __setattr__(cls, name, value):
-        _log.append(("CombinedSetattr", name))
-        super().__setattr__(name, value)
-
-    def __delattr__(cls, name):
-        _log.append(("CombinedSetattr.del", name))
-        super().__delattr__(name)
+class CombinedSetattrOtherOrder(_CombinedLogging, LoggingMeta, ZeroCopyFields):
+    pass
 
 
 class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta):
