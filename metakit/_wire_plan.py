@@ -26,7 +26,6 @@ the class is passed in.
 
 from __future__ import annotations
 
-import keyword
 import types
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
@@ -112,11 +111,6 @@ def positional_init(cls: Any, names: tuple[str, ...]) -> types.CodeType | None:
     return code
 
 
-def plain_names(names: tuple[str, ...]) -> bool:
-    """Whether every name can be written in source as an attribute and a keyword argument."""
-    return all(name.isidentifier() and not keyword.iskeyword(name) for name in names)
-
-
 def make_builder(
     names: tuple[str, ...],
     checks: FieldChecks,
@@ -146,7 +140,7 @@ def _decodable(exact: object) -> object:
 def make_encoder(
     qualname: str, names: tuple[str, ...], checks: FieldChecks, asdict: object, getstate: object
 ) -> Encoder:
-    """Generate ``encode`` for the class whose travelling fields are *names* (all plain, see ``plain_names``)."""
+    """Generate ``encode`` for the class whose travelling fields are *names* (all ``_source.writable_name``)."""
     namespace: dict[str, Any] = {"Tensor": torch.Tensor, "Refused": Refused}
     lines = ["def encode(obj, packer):", "    tensor = packer.tensor", "    field = packer.field"]
     for index, name in enumerate(names):

@@ -90,7 +90,8 @@ import torch
 from metakit._codegen import holds_generated
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
-from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, plain_names, positional_init
+from metakit._source import unwritable
+from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, positional_init
 from metakit._wire_plan import Refused as _Refused
 from metakit._wire_types import FieldChecks, field_checks, mismatch
 
@@ -351,7 +352,7 @@ class _Codec:
                 if holds_generated(vars(cls), asdict)
                 and _custom_getstate(cls) is None
                 and self.required.issubset(names)
-                and plain_names(names)
+                and unwritable(names) is None  # the names are written into the encoder's source
                 else None
             )
         return self._encoder  # type: ignore[return-value]
