@@ -26,7 +26,10 @@ PY := $(VENV)/bin/python
 ARGS ?=
 
 # With METAKIT_NO_SKIPS=1 a skipped test fails the run (tests/conftest.py).
-PYTEST := METAKIT_NO_SKIPS=1 $(PY) -m pytest
+# The tests run in worker processes (pytest-xdist), one a core up to four;
+# worksteal evens out the few long tests.  `ARGS="-n 0"` runs them in one.
+XDIST := --numprocesses=auto --maxprocesses=4 --dist=worksteal
+PYTEST := METAKIT_NO_SKIPS=1 $(PY) -m pytest $(XDIST)
 
 step = @echo && echo "=== $(1)"
 
@@ -85,18 +88,18 @@ test-torch-%:  ## e.g. test-torch-2.14.1: every test on that torch, in .venv-tor
 	$(call step,tests on Python $(PYTHON_VERSION) with torch $*)
 	@METAKIT_TORCH=$* .ci/venv.sh .venv-torch-$* $(PYTHON_VERSION) torch,bench dev
 	.venv-torch-$*/bin/python -c "import torch; assert torch.__version__.split('+')[0] == '$*', torch.__version__"
-	METAKIT_NO_SKIPS=1 .venv-torch-$*/bin/python -m pytest --ignore=tests/gpu $(ARGS)
+	METAKIT_NO_SKIPS=1 .venv-torch-$*/bin/python -m pytest $(XDIST) --ignore=tests/gpu $(ARGS)
 
 test-gpu: venv  ## tests/gpu/: on a machine with a CUDA device (not part of make check)
 	$(call step,tests on the CUDA device)
 	$(PY) -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'"
-	$(PYTEST) tests/gpu $(ARGS)
+	$(PYTEST) --numprocesses=0 tests/gpu $(ARGS)  # one process: the GPU tests share the device
 
 test-$(PYTHON_VERSION): test
 
 $(OTHER_VERSIONS:%=test-%): test-%: venv-%  ## the tests that need no torch, on that Python
 	$(call step,tests without torch on Python $*)
-	METAKIT_NO_SKIPS=1 .venv-$*/bin/python -m pytest --ignore=tests/torch --ignore=tests/gpu $(ARGS)
+	METAKIT_NO_SKIPS=1 .venv-$*/bin/python -m pytest $(XDIST) --ignore=tests/torch --ignore=tests/gpu $(ARGS)
 
 package: venv  ## build the wheel and sdist, check what they hold, use the wheel from a fresh venv
 	$(call step,package: wheel and sdist)

@@ -662,7 +662,7 @@ def test_threads_create_die_traceback_checkcache_gc():
 
 def test_threads_same_name_same_shape_share_entry_safely():
     def creator(tid):
-        for it in range(200):
+        for it in range(100):
             cls = make_dataclass("SameShape", ["a", "b"], bases=(ZeroCopy,))
             name = cls.asdict_zerocopy.__code__.co_filename
             lines = "".join(linecache.getlines(name))

@@ -972,34 +972,11 @@ _MAIN_SCRIPT_CASE = """
 from dataclasses import dataclass
 from metakit import ZeroCopy
 from metakit.distributed import broadcast_metadata
+from metakit.examples.engine import make_flash_attention_metadata
 
 @dataclass
 class ScriptRecord(ZeroCopy):
     slot_mapping: torch.Tensor
-
-def case(rank):
-    for src in (0, 1):
-        got = broadcast_metadata(ScriptRecord(torch.arange(3) + src) if rank == src else None, src=src)
-        assert type(got) is ScriptRecord and torch.equal(got.slot_mapping, torch.arange(3) + src), (rank, src)
-    print(f"rank {rank} ({ScriptRecord.__module__}) got both records", flush=True)
-"""
-
-
-def test_main_script_classes_resolve_between_parent_and_spawned_child(tmp_path: Path) -> None:
-    # The parent knows the script as __main__, the spawned child as __mp_main__.
-    output = _run_two_ranks(tmp_path, _MAIN_SCRIPT_CASE)
-    assert "rank 0 (__main__) got both records" in output
-    assert "rank 1 (__mp_main__) got both records" in output
-
-
-def test_import_metakit_leaves_torch_out() -> None:
-    code = "import sys, metakit; assert 'torch' not in sys.modules, 'metakit imported torch'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2], timeout=60)
-
-
-_NO_NUMPY_CASE = """
-from metakit.distributed import broadcast_metadata
-from metakit.examples.engine import make_flash_attention_metadata
 
 def case(rank):
     try:
@@ -1007,6 +984,10 @@ def case(rank):
         raise AssertionError("numpy was importable")
     except ImportError:
         pass
+    for src in (0, 1):
+        got = broadcast_metadata(ScriptRecord(torch.arange(3) + src) if rank == src else None, src=src)
+        assert type(got) is ScriptRecord and torch.equal(got.slot_mapping, torch.arange(3) + src), (rank, src)
+    print(f"rank {rank} ({ScriptRecord.__module__}) got both records", flush=True)
     want = make_flash_attention_metadata(num_tokens=1 << 18)
     got = broadcast_metadata(want if rank == 0 else None)
     assert torch.equal(got.slot_mapping, want.slot_mapping) and got.seq_lens == want.seq_lens
@@ -1014,9 +995,18 @@ def case(rank):
 """
 
 
-def test_broadcast_needs_no_numpy(tmp_path: Path) -> None:
-    # torch's object collectives call Tensor.numpy() on the receivers; broadcast_metadata must not.
+def test_a_script_broadcasts_its_own_classes_between_parent_and_spawned_child_without_numpy(tmp_path: Path) -> None:
+    # The parent knows the script as __main__, the spawned child as __mp_main__.  And numpy cannot be
+    # imported in either: torch's object collectives call Tensor.numpy() on the receivers;
+    # broadcast_metadata must not.
     blocker = 'import sys; sys.modules["numpy"] = None  # import numpy fails here and in the spawned child'
-    output = _run_two_ranks(tmp_path, _NO_NUMPY_CASE, prelude=blocker)
+    output = _run_two_ranks(tmp_path, _MAIN_SCRIPT_CASE, prelude=blocker)
+    assert "rank 0 (__main__) got both records" in output
+    assert "rank 1 (__mp_main__) got both records" in output
     assert "rank 0 got its record without numpy" in output
     assert "rank 1 got its record without numpy" in output
+
+
+def test_import_metakit_leaves_torch_out() -> None:
+    code = "import sys, metakit; assert 'torch' not in sys.modules, 'metakit imported torch'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2], timeout=60)
