@@ -18,7 +18,7 @@ from pathlib import Path
 
 import metakit
 from metakit._fields import METHOD_NAMES
-from metakit._functions import is_generated
+from metakit._meta import is_ours
 
 _COMMANDS = {
     "bench": "measure metakit against its peers on the example engine metadata",
@@ -141,8 +141,7 @@ def _show_notes(cls: type) -> list[str]:
         owner = next((base for base in cls.__mro__ if method in vars(base)), None)
         if owner is None:
             continue
-        value = vars(owner)[method]
-        if is_generated(value) or value is vars(metakit.ZeroCopy)[method]:
+        if is_ours(vars(owner), method, vars(owner)[method]):
             continue  # metakit's: what an instance of *cls* runs is the code below
         whose = "the class's own method" if owner is cls else f"{owner.__qualname__}.{method}, which it inherits"
         notes.append(

@@ -68,8 +68,7 @@ from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, Unbound
 from mypy.util import correct_relative_import
 
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names
-from metakit._functions import is_generated
-from metakit._meta import ZeroCopy, ZeroCopyFields
+from metakit._meta import ZeroCopyFields, is_ours
 
 __all__ = ["main", "module_stub", "stub_path"]
 
@@ -518,6 +517,5 @@ def _generated(cls: type, name: str) -> bool:
     """Whether *cls*'s method *name* is metakit's (generated, or ``ZeroCopy``'s), not one a user wrote."""
     for klass in cls.__mro__:
         if name in vars(klass):
-            value = vars(klass)[name]
-            return is_generated(value) or value is vars(ZeroCopy).get(name)
+            return is_ours(vars(klass), name, vars(klass)[name])
     return False

@@ -38,6 +38,7 @@ import metakit
 from metakit import _functions
 from metakit._codegen import holds_generated
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
+from metakit._meta import is_ours
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
 
@@ -326,7 +327,9 @@ class _Checker:
             ),
         ]
         owners = [owner for owner in self.cls.__mro__ if method in owner.__dict__]
-        overrides = list(itertools.takewhile(lambda owner: not _is_metakits(owner, method), owners))
+        overrides = list(
+            itertools.takewhile(lambda owner: not is_ours(vars(owner), method, vars(owner)[method]), owners)
+        )
         if len(overrides) < len(owners):  # generated code serves the instance, or an override reaches it
             if not overrides:
                 forms.append(_Form(_GENERATED, f"obj.{method}", getattr(obj, method), True))
@@ -556,12 +559,6 @@ class _Checker:
 def _required(f: dataclasses.Field[Any]) -> bool:
     """Whether ``__init__`` must be given the field *f*."""
     return f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-
-
-def _is_metakits(owner: type, method: str) -> bool:
-    """Whether what the class *owner* holds under *method* is code metakit put there: its own, or ``ZeroCopy``'s."""
-    value = owner.__dict__[method]
-    return holds_generated(owner.__dict__, value) or value is vars(metakit.ZeroCopy).get(method)
 
 
 def _name(cls: type) -> str:
