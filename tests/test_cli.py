@@ -1,534 +1,43 @@
-"""The command line, ``python -m metakit``: ``show`` prints a class's generated source,
-``stubgen`` writes stubs, ``--version``; bad targets, bad options and bad commands exit with
-status 2 and one line that says why, before any work; Ctrl-C exits 130 without a traceback."""
+"""The command line, ``python -m metakit``: ``show`` prints a class's generated source, with a
+note on stderr where that is not what the class runs; ``stubgen`` writes stubs; ``--version`` and
+``--help``; bad targets, bad options, bad commands and modules that fail to import exit with
+status 2 and one line that says why, before any work; Ctrl-C exits 130 without a traceback.
 
+The program runs in this process, through ``metakit.__main__.main``, on a module of classes
+written for each test; only what needs a process of its own runs as one (the names the
+program gives itself, Ctrl-C, and a benchmark that must not start).
+"""
+
+from __future__ import annotations
+
+import contextlib
 import importlib
+import io
 import os
 import signal
 import subprocess
 import sys
-import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 import metakit
-import metakit.testing
+import metakit.__main__
+import metakit.bench
 from tests.records import REPO
 
-
-def _cli(*args, cwd=None, extra_path=None, timeout=120):
-    env = dict(os.environ)
-    paths = [str(extra_path)] if extra_path else []
-    env["PYTHONPATH"] = os.pathsep.join([*paths, str(REPO), env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, "-m", "metakit", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd or REPO,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
-
-
-@pytest.fixture
-def modules(tmp_path):
-    (tmp_path / "bb_raiser.py").write_text("raise RuntimeError('boom at import')\n")
-    (tmp_path / "bb_syntax.py").write_text("def (:\n")
-    (tmp_path / "bb_exits.py").write_text("import sys\nsys.exit(3)\n")
-    (tmp_path / "bb_good.py").write_text(
-        textwrap.dedent(
-            """
-            from dataclasses import dataclass
-            from metakit import ZeroCopy
-
-            @dataclass
-            class Outer(ZeroCopy):
-                x: int = 0
-
-                @dataclass
-                class Inner(ZeroCopy):
-                    y: int = 0
-
-            @dataclass
-            class Plain:
-                z: int = 0
-
-            class NotDC:
-                pass
-
-            def func():
-                pass
-
-            value = 3
-            """
-        )
-    )
-    return tmp_path
-
-
-def _one_error_line(proc):
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert lines, "no message"
-    assert "error" in lines[-1]
-    assert "Traceback" not in proc.stderr
-    return lines[-1]
-
-
-CLI_BAD = {
-    "unknown-command": (["frobnicate"], "frobnicate"),
-    "show-no-arg": (["show"], "MODULE:CLASS"),
-    "show-no-colon": (["show", "bb_good"], "bb_good"),
-    "show-empty-class": (["show", "bb_good:"], "bb_good:"),
-    "show-empty-module": (["show", ":Outer"], ":Outer"),
-    "show-missing-module": (["show", "bb_no_such_module:X"], "bb_no_such_module"),
-    "show-raising-module": (["show", "bb_raiser:X"], "boom at import"),
-    "show-syntax-error": (["show", "bb_syntax:X"], "bb_syntax"),
-    "show-no-such-class": (["show", "bb_good:Nope"], "Nope"),
-    "show-no-such-nested": (["show", "bb_good:Outer.Nope"], "Outer.Nope"),
-    "show-not-a-class": (["show", "bb_good:func"], "func"),
-    "show-a-value": (["show", "bb_good:value"], "value"),
-    "show-not-a-dataclass": (["show", "bb_good:NotDC"], "NotDC is not a dataclass"),
-    "show-extra-arg": (["show", "bb_good:Outer", "extra"], "extra"),
-    "show-unknown-option": (["show", "--bogus", "bb_good:Outer"], "--bogus"),
-    "stubgen-no-arg": (["stubgen"], "MODULE"),
-    "stubgen-missing-module": (["stubgen", "bb_no_such_module"], "bb_no_such_module"),
-    "stubgen-raising-module": (["stubgen", "bb_raiser"], "boom at import"),
-    "stubgen-missing-parent": (["stubgen", "bb_good", "-o", "{tmp}/no/such/dir"], "no/such"),
-    "stubgen-out-is-file": (["stubgen", "bb_good", "-o", "{tmp}/bb_good.py"], "not a directory"),
-    "bench-unknown-option": (["bench", "--bogus"], "--bogus"),
-    "bench-json-missing-dir": (["bench", "--json", "{tmp}/missing/out.json"], "missing"),
-    "bench-json-is-dir": (["bench", "--json", "{tmp}"], "directory"),
-    "bench-json-under-file": (["bench", "--json", "{tmp}/bb_good.py/out.json"], "not a directory"),
-    "bench-plot-missing-dir": (["bench", "--plot", "{tmp}/missing/out.png"], "missing"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(CLI_BAD))
-def test_cli_bad_arguments_exit_2_with_one_line(name, modules):
-    args, needle = CLI_BAD[name]
-    args = [a.replace("{tmp}", str(modules)) for a in args]
-    proc = _cli(*args, extra_path=modules, timeout=60)
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    line = _one_error_line(proc)
-    if needle:
-        assert needle in proc.stderr
-    assert proc.stdout == ""
-    del line
-
-
-def test_cli_module_exiting_at_import(modules):
-    proc = _cli("show", "bb_exits:X", extra_path=modules, timeout=60)
-    assert proc.returncode == 2
-    assert "bb_exits" in _one_error_line(proc)
-
-
-@pytest.mark.parametrize("option", ["--json", "--plot"])
-def test_cli_bench_unwritable_directory_refused_before_work(option):
-    target = "/proc/metakit-bb-out.json"
-    with pytest.raises(OSError, match="metakit-bb-out"):
-        open(target, "w").close()  # the precondition: nothing can be made there
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "metakit", "bench", "--quick", option, target],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
-        first = proc.stderr.readline()
-    finally:
-        proc.kill()
-        proc.communicate()
-    assert "error" in first, first
-
-
-def test_cli_show_prints_generated_source_exactly(modules):
-    sys.path.insert(0, str(modules))
-    try:
-        import bb_good  # type: ignore[import-not-found]
-
-        for name, cls in (("Outer", bb_good.Outer), ("Outer.Inner", bb_good.Outer.Inner), ("Plain", bb_good.Plain)):
-            proc = _cli("show", f"bb_good:{name}", extra_path=modules, timeout=60)
-            assert proc.returncode == 0, proc.stderr
-            assert proc.stdout.rstrip("\n") == metakit.generated_source(cls).rstrip("\n")
-            if name == "Plain":
-                assert "plain dataclass" in proc.stderr
-    finally:
-        sys.path.remove(str(modules))
-        sys.modules.pop("bb_good", None)
-
-
-def test_cli_stubgen_makes_missing_last_directory(modules):
-    out = modules / "newstubs"
-    proc = _cli("stubgen", "bb_good", "-o", str(out), extra_path=modules, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    stub = (out / "bb_good.pyi").read_text()
-    assert "OuterDict" in stub
-
-
-def test_cli_no_command_exits_2_with_usage():
-    proc = _cli()
-    assert proc.returncode == 2
-    assert "usage" in proc.stderr
-    assert "Traceback" not in proc.stderr
-
-
-REPO_ENGINE_SHAPES = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-SHOW_MODULE = """
-from dataclasses import dataclass, field
-from metakit import ZeroCopy, OMIT
-
-@dataclass
-class Meta(ZeroCopy):
-    a: int = 0
-    w: object = field(default=None, metadata=OMIT)
-
-@dataclass
-class Over(Meta):
-    b: int = 1
-    def asdict_zerocopy(self, skip_fields=None):
-        return super().asdict_zerocopy(skip_fields)
-
-@dataclass
-class Lone(ZeroCopy):
-    q: int = 0
-
-@dataclass
-class Plain:
-    x: int = 0
-
-class Outer:
-    @dataclass(slots=True)
-    class Inner(ZeroCopy):
-        z: int = 0
-
-class NotDC:
-    pass
-
-@dataclass
-class RParent(ZeroCopy):
-    a: int = 0
-
-@dataclass
-class RChild(RParent):
-    b: int = 0
-    def __replace__(self, /, **changes):
-        return super().__replace__(**changes)
-
-@dataclass
-class Deleted(ZeroCopy):
-    a: int = 0
-
-Deleted.asdict_zerocopy = lambda self, skip_fields=None: {}
-del Deleted.asdict_zerocopy
-
-@dataclass
-class LaterTuple(ZeroCopy):
-    a: int = 0
-
-LaterTuple.astuple_zerocopy = lambda self: (self.a,)
-"""
-
-
-@pytest.fixture(scope="module")
-def show_module(tmp_path_factory):
-    d = tmp_path_factory.mktemp("showmod")
-    (d / "bb_show_mod.py").write_text(SHOW_MODULE)
-    sys.path.insert(0, str(d))
-    try:
-        import bb_show_mod
-
-        results = {}
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")]))
-        for target in (
-            "Meta",
-            "Over",
-            "Lone",
-            "Plain",
-            "Outer.Inner",
-            "NotDC",
-            "Missing",
-            "RParent",
-            "RChild",
-            "Deleted",
-            "LaterTuple",
-        ):
-            p = subprocess.run(
-                [sys.executable, "-m", "metakit", "show", f"bb_show_mod:{target}"],
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=REPO_ENGINE_SHAPES,
-                timeout=60,
-                check=False,
-            )
-            results[target] = p
-        yield bb_show_mod, results
-    finally:
-        sys.path.remove(str(d))
-        sys.modules.pop("bb_show_mod", None)
-
-
-@pytest.mark.parametrize(
-    "target", ["Meta", "Over", "Lone", "Plain", "Outer.Inner", "RParent", "RChild", "Deleted", "LaterTuple"]
-)
-def test_show_prints_generated_source(show_module, target):
-    mod, res = show_module
-    cls = mod
-    for part in target.split("."):
-        cls = getattr(cls, part)
-    p = res[target]
-    assert p.returncode == 0, p.stderr
-    assert p.stdout == metakit.generated_source(cls)
-
-
-def test_show_notes_override_and_plain(show_module):
-    _, res = show_module
-    assert "Over.asdict_zerocopy" in res["Over"].stderr
-    assert "own" in res["Over"].stderr
-    assert "astuple_zerocopy" not in res["Over"].stderr
-    assert "plain dataclass" in res["Plain"].stderr
-    assert res["Lone"].stderr == ""
-    assert res["Outer.Inner"].stderr == ""
-    assert res["Deleted"].stderr == ""
-    assert "LaterTuple.astuple_zerocopy" in res["LaterTuple"].stderr
-    assert "asdict_zerocopy" not in res["LaterTuple"].stderr
-    assert "RChild.__replace__" in res["RChild"].stderr
-    assert "asdict" not in res["RChild"].stderr
-
-
-def test_show_no_false_override_note_on_base(show_module):
-    _, res = show_module
-    # Meta defines no asdict_zerocopy/astuple_zerocopy/__replace__ of its own; only its
-    # subclass Over overrides asdict_zerocopy.  Likewise RParent: only RChild has a __replace__.
-    assert res["Meta"].stderr == ""
-    assert res["RParent"].stderr == ""
-
-
-def test_show_errors_exit_2(show_module):
-    _, res = show_module
-    for t in ("NotDC", "Missing"):
-        assert res[t].returncode == 2
-        assert res[t].stdout == ""
-        assert res[t].stderr.count("\n") == 1
-        assert "error" in res[t].stderr
-
-
-REPO_STATEFUL = os.path.dirname(os.path.dirname(os.path.abspath(metakit.__file__)))
-
-
-CLI_MODULE = textwrap.dedent(
-    """
-    from dataclasses import dataclass, field
-    from metakit import ZeroCopy, OMIT
-
-    @dataclass
-    class Rec(ZeroCopy):
-        a: int = 1
-        w: object = field(default=None, metadata=OMIT)
-
-    @dataclass
-    class Plain:
-        a: int = 1
-
-    @dataclass
-    class Own(ZeroCopy):
-        a: int = 1
-        def asdict_zerocopy(self, skip_fields=None):
-            return {}
-
-    class Outer:
-        @dataclass(slots=True)
-        class Inner(ZeroCopy):
-            z: int = 0
-
-    class NotDC:
-        pass
-
-    VALUE = 5
-    """
-)
-
-
-@pytest.fixture
-def cli(tmp_path):
-    (tmp_path / "bb_cli_mod.py").write_text(CLI_MODULE)
-    (tmp_path / "bb_cli_boom.py").write_text("raise RuntimeError('boom at import')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), REPO_STATEFUL]))
-    env.pop("COLUMNS", None)
-
-    def run(*args, timeout=60):
-        return subprocess.run(
-            [sys.executable, "-m", "metakit", *args],
-            check=False,
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=env,
-            timeout=timeout,
-        )
-
-    run.env = env
-    run.tmp = tmp_path
-    return run
-
-
-def _source_in_subprocess(cli, spec):
-    mod, qual = spec.split(":")
-    code = (
-        f"import functools, metakit, {mod}; cls = functools.reduce(getattr, {qual.split('.')!r}, {mod}); "
-        "import sys; sys.stdout.write(metakit.generated_source(cls))"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=cli.tmp, env=cli.env
-    ).stdout
-
-
-@pytest.mark.parametrize(
-    ("spec", "note"),
-    [
-        ("bb_cli_mod:Rec", None),
-        ("bb_cli_mod:Plain", "plain dataclass"),
-        ("bb_cli_mod:Own", "own"),
-        ("bb_cli_mod:Outer.Inner", None),
-    ],
-)
-def test_show_prints_exactly_generated_source(cli, spec, note):
-    # README: "`show` prints exactly `metakit.generated_source(cls)` on stdout, and on stderr what a
-    # reader must know about it: on a plain dataclass ... on a class with its own
-    # `asdict_zerocopy` ... that this method is the class's own"
-    r = cli("show", spec)
-    assert r.returncode == 0, r.stderr
-    expected = _source_in_subprocess(cli, spec)
-    assert expected
-    assert r.stdout in (expected, expected + "\n"), (r.stdout, expected)
-    if note is None:
-        assert r.stderr == ""
-    else:
-        assert note in r.stderr.lower() or "own method" in r.stderr, r.stderr
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("show", "bb_cli_mod:NotDC"),
-        ("show", "bb_cli_mod:VALUE"),
-        ("show", "bb_cli_mod:Missing"),
-        ("show", "bb_cli_mod"),
-        ("show", ":Rec"),
-        ("show", "no_such_module_bb:X"),
-        ("show", "bb_cli_boom:X"),
-        ("show",),
-        ("show", "bb_cli_mod:Rec", "extra"),
-        ("frobnicate",),
-        ("--frobnicate",),
-        ("stubgen",),
-        ("stubgen", "no_such_module_bb"),
-        ("stubgen", "bb_cli_boom"),
-        ("bench", "--bogus"),
-        ("bench", "--json", "/no_such_dir_bb/x/results.json"),
-        ("bench", "--plot", "/no_such_dir_bb/x/chart.png"),
-    ],
-    ids=lambda a: " ".join(a) if isinstance(a, tuple) else a,
-)
-def test_cli_errors_exit_2_with_a_one_line_message(cli, args):
-    # README: "The exit status is 0 on success and 2 for anything you can fix, said in one line on
-    # stderr before any work is done" / "its messages name it as you invoked it"
-    r = cli(*args)
-    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-500:])
-    assert "Traceback" not in r.stderr
-    error_lines = [ln for ln in r.stderr.splitlines() if "error:" in ln]
-    assert len(error_lines) == 1, r.stderr
-    assert "python -m metakit" in error_lines[0], r.stderr
-    assert "benchmark" not in r.stdout  # no work done
-
-
-def test_cli_missing_extras_exit_2_before_work(cli):
-    # README: "2 ... before any work is done: ... `--plot` without matplotlib, `--distributed` without
-    # torch and numpy"
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        r = cli("bench", "--quick", "--plot", str(cli.tmp / "c.png"))
-        assert r.returncode == 2
-        assert "matplotlib" in r.stderr
-        assert "benchmark" not in r.stdout
-    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("numpy") is None:
-        r = cli("bench", "--quick", "--distributed")
-        assert r.returncode == 2, (r.stdout, r.stderr)
-        assert "benchmark" not in r.stdout, (r.stdout, r.stderr)
-    r = cli("bench", "--quick", "--json", str(cli.tmp))  # a directory, not a file
-    assert r.returncode == 2
-    assert "benchmark" not in r.stdout
-
-
-def _starts_work(cli, *args, limit=20.0):
-    """Runs the command; returns (returncode, stdout, stderr, whether the benchmark started)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "metakit", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=cli.tmp,
-        env=cli.env,
-    )
-    first = proc.stdout.readline()  # the benchmark's header line, or "" when it exits first
-    started = "benchmark" in first
-    if started:
-        proc.kill()
-    out, err = proc.communicate(timeout=limit)
-    return proc.returncode, first + out, err, started
-
-
-def test_bench_json_into_a_missing_directory_via_symlink_fails_before_work(cli):
-    # README: "2 for anything you can fix, said in one line on stderr before any work is done: ...
-    # an output path whose directory is missing or not writable (`--json`, `--plot`, `stubgen -o`)"
-    link = cli.tmp / "results.json"
-    os.symlink("/no_such_dir_bb/deeper/results.json", link)
-    rc, _out, _err, started = _starts_work(cli, "bench", "--quick", "--json", str(link))
-    assert not started, "the benchmark started although its --json path cannot be written"
-    assert rc == 2
-
-
-def test_stubgen_output_in_a_missing_directory_exits_2(cli):
-    # README: "2 for anything you can fix ...: an output path whose directory is missing or not
-    # writable (`--json`, `--plot`, `stubgen -o`)"
-    target = cli.tmp / "missing" / "deeper"
-    r = cli("stubgen", "bb_cli_mod", "-o", str(target))
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    assert not (cli.tmp / "missing").exists()
-
-
-@pytest.mark.parametrize("args", [("stubgen", "-o"), ("stubgen", "bb_cli_mod", "--output")])
-def test_stubgen_option_errors_name_the_program(cli, args):
-    # README: "`python -m metakit ...` is the same program; its messages name it as you invoked it."
-    r = cli(*args)
-    assert r.returncode == 2
-    assert "__main__.py" not in r.stderr, r.stderr
-    assert "python -m metakit stubgen" in r.stderr, r.stderr
-
-
-def test_stubgen_writes_stubs(cli):
-    # README: "`python -m metakit stubgen MODULE [-o DIR]` Writes `.pyi` stubs with a `TypedDict` per
-    # class"
-    out = cli.tmp / "typings"
-    out.mkdir()
-    r = cli("stubgen", "bb_cli_mod", "-o", str(out))
-    assert r.returncode == 0, r.stderr
-    stub = (out / "bb_cli_mod.pyi").read_text()
-    assert "class RecDict(" in stub
-    assert "def asdict_zerocopy" in stub
-    rec_dict = stub.split("class RecDict(")[1].split("\n\n")[0]
-    assert "a: int" in rec_dict
-    assert "w:" not in rec_dict
-
+PROG = "python -m metakit"
+"""How the program names itself here: ``sys.argv[0]`` is its ``__main__.py``, as ``python -m`` sets it."""
 
 MODULE = "metakit_cli_example"
+RAISING = "metakit_cli_raising"
+SYNTAX = "metakit_cli_syntax"
+EXITING = "metakit_cli_exiting"
+USER_MODULES = (MODULE, RAISING, SYNTAX, EXITING)
 
+METHODS = ("asdict_zerocopy", "astuple_zerocopy", "__replace__")
 
 SOURCE = """
 from dataclasses import dataclass, field
@@ -544,9 +53,18 @@ class Step(ZeroCopy):
 
 
 class Outer:
-    @dataclass
+    @dataclass(slots=True)
     class Inner(ZeroCopy):
         block_tables: list
+
+
+@dataclass
+class Batch(ZeroCopy):
+    size: int = 0
+
+    @dataclass
+    class Item(ZeroCopy):
+        index: int = 0
 
 
 @dataclass
@@ -555,11 +73,30 @@ class Plain:
 
 
 @dataclass
-class Overriding(ZeroCopy):
+class Reached(ZeroCopy):
     seq_len: int
 
+
+# Each reaches its own method of Reached through super(): Reached's generated methods now
+# serve through ZeroCopy's (rule 2).
+@dataclass
+class Overriding(Reached):
     def asdict_zerocopy(self, skip_fields=None):
         return super().asdict_zerocopy(skip_fields)
+
+
+@dataclass
+class Reaching(Reached):
+    def astuple_zerocopy(self):
+        return super().astuple_zerocopy()
+
+
+@dataclass
+class Replacing(Reached):
+    block_size: int = 0
+
+    def __replace__(self, /, **changes):
+        return super().__replace__(**changes)
 
 
 @dataclass
@@ -568,15 +105,20 @@ class Inheriting(Overriding):
 
 
 @dataclass
-class Reached(ZeroCopy):
-    seq_len: int
+class Deleted(ZeroCopy):
+    seq_len: int = 0
+
+
+Deleted.asdict_zerocopy = lambda self, skip_fields=None: {}
+del Deleted.asdict_zerocopy
 
 
 @dataclass
-class Reaching(Reached):
-    # Reached's generated methods now serve through ZeroCopy's (rule 2).
-    def astuple_zerocopy(self):
-        return super().astuple_zerocopy()
+class LaterTuple(ZeroCopy):
+    seq_len: int = 0
+
+
+LaterTuple.astuple_zerocopy = lambda self: (self.seq_len,)
 
 
 class NotADataclass:
@@ -585,232 +127,399 @@ class NotADataclass:
 
 def function():
     pass
+
+
+VALUE = 5
 """
 
 
+class Result(NamedTuple):
+    status: int
+    out: str
+    err: str
+
+
+class BenchmarkStarted(BaseException):
+    """The benchmark started: past the checks that must refuse the command (no ``except Exception`` stops it)."""
+
+
+def _benchmark_started(*args: object, **kwargs: object) -> None:
+    raise BenchmarkStarted
+
+
 @pytest.fixture
-def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A torch-free module of metadata classes, importable here and in a subprocess."""
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Result]]:
+    """Runs the program in this process, in *tmp_path*, which holds the user's modules.
+
+    They are imported from there and gone from ``sys.modules`` afterwards, and ``sys.path``,
+    ``sys.argv`` and the working directory are restored.  The benchmark itself never runs: a
+    ``bench`` command that gets past its checks raises ``BenchmarkStarted``.
+    """
     (tmp_path / f"{MODULE}.py").write_text(SOURCE)
+    (tmp_path / f"{RAISING}.py").write_text("1 / 0\n")
+    (tmp_path / f"{SYNTAX}.py").write_text("def (:\n")
+    for name in USER_MODULES:
+        assert name not in sys.modules, name  # none left by another test
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, MODULE, raising=False)
-    return tmp_path
+    monkeypatch.chdir(tmp_path)  # stubgen's default output, ./stubs, is made here
+    monkeypatch.setattr(sys, "argv", [metakit.__main__.__file__])  # as `python -m metakit` sets it
+    monkeypatch.setenv("COLUMNS", "80")  # argparse wraps its usage at this width, as in a pipe
+    monkeypatch.setattr(metakit.bench, "_run", _benchmark_started)
+    monkeypatch.setattr(metakit.bench, "_broadcast_benchmark", _benchmark_started)
+
+    def run(*args: str) -> Result:
+        importlib.invalidate_caches()  # a module a test wrote after the fixture is found
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = metakit.__main__.main(list(args))
+            except SystemExit as stop:  # argparse's errors and --help, as the process would exit
+                status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        return Result(status, out.getvalue(), err.getvalue())
+
+    yield run
+    for name in USER_MODULES:  # (monkeypatch.delitem restores only a name that was there before)
+        sys.modules.pop(name, None)
 
 
-def run(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if path is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "metakit", *args], capture_output=True, text=True, env=env, check=False, timeout=120
+def assert_refused(result: Result, error: str, usage: str | None = None) -> None:
+    """Status 2, nothing on stdout, no traceback, and on stderr one line that says why: *error*.
+
+    The line is all of stderr, or with argparse's errors it follows argparse's usage, which
+    starts with *usage* (its wrapped lines indented).  An *error* ending in ``...`` is the start
+    of the line.
+    """
+    assert result.status == 2, result
+    assert result.out == "", result
+    assert "Traceback" not in result.err, result.err
+    *before, last = result.err.splitlines() or [""]
+    assert result.err.endswith(f"{last}\n"), result.err
+    if error.endswith("..."):
+        assert last.startswith(error[:-3]), result.err
+    else:
+        assert last == error, result.err
+    if usage is None:
+        assert before == [], result.err
+    else:
+        assert before[0].startswith(usage), result.err
+        assert all(line.startswith(" ") for line in before[1:]), result.err
+
+
+# --- show ----------------------------------------------------------------------------------------
+
+
+def _note_own(name: str, method: str) -> str:
+    return (
+        f"note: {name}.{method} is the class's own method, not the code below,"
+        f" which super().{method}() and the function forms run"
     )
 
 
-@pytest.mark.parametrize("qualname", ["Step", "Outer.Inner", "Plain", "Overriding", "Reached"])
-def test_show_prints_the_generated_source(example, qualname):
-    result = run("show", f"{MODULE}:{qualname}", path=example)
-    assert result.returncode == 0, result.stderr
-    cls = importlib.import_module(MODULE)
+NOTE_PLAIN = (
+    "note: Plain is a plain dataclass (its metaclass is not ZeroCopyFields), so it has no generated methods;"
+    " this is the code that metakit.asdict_zerocopy() and metakit.astuple_zerocopy() run for its instances"
+)
+NOTE_INHERITED = (
+    "note: Inheriting.asdict_zerocopy is Overriding.asdict_zerocopy, which it inherits, not the code below,"
+    " which super().asdict_zerocopy() and the function forms run"
+)
+
+
+@pytest.mark.parametrize(
+    ("qualname", "notes"),
+    [
+        pytest.param("Step", [], id="omit-field"),
+        pytest.param("Outer.Inner", [], id="nested-slots"),
+        pytest.param("Batch", [], id="with-a-nested-class"),
+        pytest.param("Batch.Item", [], id="nested-in-a-record"),
+        pytest.param("Plain", [NOTE_PLAIN], id="plain-dataclass"),
+        pytest.param("Reached", [], id="methods-reached-through-super"),
+        pytest.param("Overriding", [_note_own("Overriding", "asdict_zerocopy")], id="own-asdict"),
+        pytest.param("Reaching", [_note_own("Reaching", "astuple_zerocopy")], id="own-astuple"),
+        pytest.param("Replacing", [_note_own("Replacing", "__replace__")], id="own-replace"),
+        pytest.param("Inheriting", [NOTE_INHERITED], id="inherited-override"),
+        pytest.param("Deleted", [], id="override-deleted-again"),
+        pytest.param("LaterTuple", [_note_own("LaterTuple", "astuple_zerocopy")], id="override-assigned-later"),
+    ],
+)
+def test_show_prints_exactly_the_generated_source_and_notes_which_methods_it_is_not(cli, qualname, notes):
+    # README: "The methods are plain functions, written for the class's fields. `metakit show`
+    # prints them"; the notes on stderr say whose code it is, and which methods it is not.
+    result = cli("show", f"{MODULE}:{qualname}")
+    assert result.status == 0, result.err
+    cls = importlib.import_module(MODULE)  # the module show imported, still in sys.modules
     for part in qualname.split("."):
         cls = getattr(cls, part)
-    assert result.stdout == metakit.generated_source(cls)
-    first, second = result.stdout.splitlines()[:2]
-    assert first == f"# metakit: the generated methods of {MODULE}.{cls.__qualname__}"
+    assert result.out == metakit.generated_source(cls)
+    first, second = result.out.splitlines()[:2]
+    assert first == f"# metakit: the generated methods of {MODULE}.{qualname}"
     assert second == "def asdict_zerocopy(self, skip_fields=None):"
-    if qualname in ("Step", "Outer.Inner", "Reached"):
-        assert result.stderr == ""
+    assert result.err.splitlines() == notes
+    assert "note:" not in result.out
+    assert "has no generated methods" not in result.out
+    if qualname == "Reached":  # what makes this case: its own methods are ZeroCopy's, which run the code shown
+        assert all(vars(cls)[method] is vars(metakit.ZeroCopy)[method] for method in METHODS)
+    if qualname == "Inheriting":
+        assert "'block_size': self.block_size" in result.out
 
 
-def test_show_on_a_plain_dataclass_says_it_shows_what_the_function_forms_run(example):
-    result = run("show", f"{MODULE}:Plain", path=example)
-    assert result.returncode == 0
-    assert result.stderr.splitlines() == [
-        "note: Plain is a plain dataclass (its metaclass is not ZeroCopyFields), so it has no generated methods;"
-        " this is the code that metakit.asdict_zerocopy() and metakit.astuple_zerocopy() run for its instances"
-    ]
-    assert "has no generated methods" not in result.stdout
-
-
-def test_show_on_a_class_with_its_own_method_says_which_method_is_not_shown(example):
-    result = run("show", f"{MODULE}:Overriding", path=example)
-    assert result.returncode == 0
-    assert result.stderr.splitlines() == [
-        "note: Overriding.asdict_zerocopy is the class's own method, not the code below, which"
-        " super().asdict_zerocopy() and the function forms run"
-    ]
-
-
-def test_show_on_a_class_inheriting_a_users_method_names_where_it_comes_from(example):
-    result = run("show", f"{MODULE}:Inheriting", path=example)
-    assert result.returncode == 0
-    assert result.stderr.splitlines() == [
-        "note: Inheriting.asdict_zerocopy is Overriding.asdict_zerocopy, which it inherits, not the code below,"
-        " which super().asdict_zerocopy() and the function forms run"
-    ]
-    assert "'block_size': self.block_size" in result.stdout
-
-
-def test_show_on_a_class_whose_methods_an_override_below_reaches_adds_no_note(example):
-    # Its methods are ZeroCopy's now, which run the code shown for its instances.
-    assert (
-        vars(metakit.ZeroCopy)["astuple_zerocopy"] is vars(importlib.import_module(MODULE).Reached)["astuple_zerocopy"]
-    )
-    result = run("show", f"{MODULE}:Reached", path=example)
-    assert (result.returncode, result.stderr) == (0, "")
-
-
-def test_show_leaves_omit_fields_out(example):
-    result = run("show", f"{MODULE}:Step", path=example)
-    asdict, astuple = (text for text in result.stdout.split("\n\n\n") if text.startswith(("# metakit", "def astuple")))
+def test_show_leaves_omit_fields_out(cli):
+    result = cli("show", f"{MODULE}:Step")
+    asdict, astuple = (text for text in result.out.split("\n\n\n") if text.startswith(("# metakit", "def astuple")))
     assert "'slot_mapping': self.slot_mapping," in asdict
     assert "wrapper" not in asdict
     assert "wrapper" not in astuple
 
 
-@pytest.mark.parametrize(
-    ("target", "message"),
-    [
-        (MODULE, "expected MODULE:CLASS"),
-        (f"{MODULE}:", "expected MODULE:CLASS"),
-        (":Step", "expected MODULE:CLASS"),
-        ("metakit_no_such_module:Step", "cannot import 'metakit_no_such_module'"),
-        (f"{MODULE}:Missing", "has no class 'Missing'"),
-        (f"{MODULE}:Outer.Missing", "has no class 'Outer.Missing'"),
-        (f"{MODULE}:NotADataclass", "NotADataclass is not a dataclass"),
-        (f"{MODULE}:function", "is not a class"),
-    ],
-    ids=[
-        "no colon",
-        "no class",
-        "no module",
-        "missing module",
-        "missing class",
-        "missing nested",
-        "not a dataclass",
-        "function",
-    ],
-)
-def test_show_with_a_bad_target_exits_with_status_2_and_says_why(example, target, message):
-    result = run("show", target, path=example)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert result.stdout == ""
+# --- refusals --------------------------------------------------------------------------------------
+
+SHOW_USAGE = f"usage: {PROG} show [-h] MODULE:CLASS"
+STUBGEN_USAGE = f"usage: {PROG} stubgen [-h] [-o DIR] MODULE"
+BENCH_USAGE = f"usage: {PROG} bench [-h]"
 
 
-def test_show_without_a_target_exits_with_status_2():
-    result = run("show")
-    assert result.returncode == 2
-    assert "MODULE:CLASS" in result.stderr
+def _refused(args, error, usage=None, name=None):
+    return pytest.param(args, error, usage, id=name or " ".join(args))
 
 
-def test_no_command_prints_usage_to_stderr_and_exits_with_status_2():
-    result = run()
-    assert result.returncode == 2
-    assert result.stderr.startswith("usage: python -m metakit [--version] {bench,show,stubgen} ...")
-    for command in ("bench", "show", "stubgen"):
-        assert f"  {command}  " in result.stderr
-    assert result.stdout == ""
+REFUSED = [
+    # show: the target
+    _refused(["show"], f"{PROG} show: error: the following arguments are required: MODULE:CLASS", SHOW_USAGE),
+    _refused(["show", MODULE], f"{PROG}: error: expected MODULE:CLASS, got '{MODULE}'"),
+    _refused(["show", f"{MODULE}:"], f"{PROG}: error: expected MODULE:CLASS, got '{MODULE}:'"),
+    _refused(["show", ":Step"], f"{PROG}: error: expected MODULE:CLASS, got ':Step'"),
+    _refused(
+        ["show", "metakit_no_such_module:Step"],
+        f"{PROG}: error: cannot import 'metakit_no_such_module': No module named 'metakit_no_such_module'",
+    ),
+    _refused(
+        ["show", f"{RAISING}:Step"],
+        f"{PROG}: error: importing '{RAISING}' raised ZeroDivisionError: division by zero",
+    ),
+    _refused(["show", f"{SYNTAX}:Step"], f"{PROG}: error: importing '{SYNTAX}' raised SyntaxError: ..."),
+    _refused(["show", f"{MODULE}:Missing"], f"{PROG}: error: module '{MODULE}' has no class 'Missing'"),
+    _refused(["show", f"{MODULE}:Outer.Missing"], f"{PROG}: error: module '{MODULE}' has no class 'Outer.Missing'"),
+    _refused(["show", f"{MODULE}:function"], f"{PROG}: error: {MODULE}:function is not a class"),
+    _refused(["show", f"{MODULE}:VALUE"], f"{PROG}: error: {MODULE}:VALUE is not a class"),
+    # README: "$ metakit show json:JSONDecoder / metakit: error: JSONDecoder is not a dataclass"
+    _refused(["show", f"{MODULE}:NotADataclass"], f"{PROG}: error: NotADataclass is not a dataclass"),
+    _refused(["show", f"{MODULE}:Step", "extra"], f"{PROG} show: error: unrecognized arguments: extra", SHOW_USAGE),
+    _refused(["show", "--bogus", f"{MODULE}:Step"], f"{PROG} show: error: unrecognized arguments: --bogus", SHOW_USAGE),
+    # stubgen: its options, the module, the output directory
+    _refused(["stubgen"], f"{PROG} stubgen: error: the following arguments are required: MODULE", STUBGEN_USAGE),
+    _refused(["stubgen", "-o"], f"{PROG} stubgen: error: argument -o/--output: expected one argument", STUBGEN_USAGE),
+    _refused(
+        ["stubgen", MODULE, "--output"],
+        f"{PROG} stubgen: error: argument -o/--output: expected one argument",
+        STUBGEN_USAGE,
+    ),
+    _refused(
+        ["stubgen", "metakit_no_such_module"],
+        f"{PROG}: error: cannot import 'metakit_no_such_module': No module named 'metakit_no_such_module'",
+    ),
+    _refused(
+        ["stubgen", RAISING, "-o", "{tmp}/stubs"],
+        f"{PROG}: error: importing '{RAISING}' raised ZeroDivisionError: division by zero",
+    ),
+    # ``-o DIR`` makes DIR, but not the directories above it.
+    _refused(
+        ["stubgen", MODULE, "-o", "{tmp}/missing/deeper"],
+        f"{PROG}: error: cannot write stubs to {{tmp}}/missing/deeper: there is no directory {{tmp}}/missing",
+        name="stubgen -o a-missing-parent",
+    ),
+    _refused(
+        ["stubgen", MODULE, "-o", "{tmp}/a_file/stubs"],
+        f"{PROG}: error: cannot write stubs to {{tmp}}/a_file/stubs: {{tmp}}/a_file is not a directory",
+        name="stubgen -o under-a-file",
+    ),
+    _refused(
+        ["stubgen", MODULE, "-o", "{tmp}/a_file"],
+        f"{PROG}: error: cannot write stubs to {{tmp}}/a_file: {{tmp}}/a_file is not a directory",
+        name="stubgen -o a-file",
+    ),
+    # bench: its options and where it would write
+    _refused(["bench", "--bogus"], f"{PROG} bench: error: unrecognized arguments: --bogus", BENCH_USAGE),
+    # README: "$ metakit bench --json /no/such/dir/results.json / metakit bench: error: cannot write --json
+    # /no/such/dir/results.json: there is no directory /no/such/dir"
+    _refused(
+        ["bench", "--json", "{tmp}/missing/deeper/out.json"],
+        f"{PROG} bench: error: cannot write --json {{tmp}}/missing/deeper/out.json:"
+        " there is no directory {tmp}/missing/deeper",
+        name="bench --json a-missing-directory",
+    ),
+    _refused(
+        ["bench", "--quick", "--json", "{tmp}"],
+        f"{PROG} bench: error: cannot write --json {{tmp}}: {{tmp}} is a directory",
+        name="bench --json a-directory",
+    ),
+    _refused(
+        ["bench", "--json", "{tmp}/a_file/out.json"],
+        f"{PROG} bench: error: cannot write --json {{tmp}}/a_file/out.json: {{tmp}}/a_file is not a directory",
+        name="bench --json under-a-file",
+    ),
+    _refused(
+        ["bench", "--plot", "{tmp}/missing/out.png"],
+        f"{PROG} bench: error: cannot write --plot {{tmp}}/missing/out.png: there is no directory {{tmp}}/missing",
+        name="bench --plot a-missing-directory",
+    ),
+]
 
 
-def test_unknown_command_prints_usage_to_stderr_and_names_it():
-    result = run("frobnicate")
-    assert result.returncode == 2
-    assert result.stderr.startswith("usage: python -m metakit")
-    assert result.stderr.endswith("python -m metakit: error: unknown command 'frobnicate'\n")
-    assert result.stdout == ""
+def _files(directory: Path) -> list[Path]:
+    return sorted(path for path in directory.rglob("*") if "__pycache__" not in path.parts)
 
 
-def test_help_prints_usage_and_exits_with_status_0():
-    result = run("--help")
-    assert result.returncode == 0
-    assert "usage: python -m metakit" in result.stdout
-
-
-RAISING = "metakit_cli_raising"
-
-
-@pytest.fixture
-def raising(tmp_path: Path) -> Path:
-    """A module that raises something other than ImportError while it is imported."""
-    (tmp_path / f"{RAISING}.py").write_text("1 / 0\n")
-    return tmp_path
-
-
-@pytest.mark.parametrize("args", [["show", f"{RAISING}:Step"], ["stubgen", RAISING]], ids=["show", "stubgen"])
-def test_a_module_that_raises_exits_with_status_2_and_one_line(raising, tmp_path, args):
-    result = (
-        run(*args, "-o", str(tmp_path / "stubs"), path=raising) if args[0] == "stubgen" else run(*args, path=raising)
-    )
-    assert result.returncode == 2
-    assert result.stderr == (
-        f"python -m metakit: error: importing '{RAISING}' raised ZeroDivisionError: division by zero\n"
-    )
-    assert result.stdout == ""
-
-
-EXITING = "metakit_cli_exiting"
+@pytest.mark.parametrize(("args", "error", "usage"), REFUSED)
+def test_what_the_user_can_fix_exits_with_status_2_and_one_line_before_any_work(cli, tmp_path, args, error, usage):
+    # README: "The exit status is 0 on success and 2 for anything you can fix (an unknown option, a
+    # module that cannot be imported, a class that is not a dataclass, an output path that cannot be
+    # written), said in one line before any work is done." / "`python -m metakit ...` is the same
+    # program": its messages name it as it was invoked.
+    (tmp_path / "a_file").write_text("")
+    before = _files(tmp_path)
+    result = cli(*(arg.replace("{tmp}", str(tmp_path)) for arg in args))
+    assert_refused(result, error.replace("{tmp}", str(tmp_path)), usage)
+    assert _files(tmp_path) == before  # nothing made
+    if args[0] == "stubgen":  # it checks its output before it imports the module
+        assert MODULE not in sys.modules
 
 
 @pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
-@pytest.mark.parametrize("args", [["show", f"{EXITING}:Step"], ["stubgen", EXITING]], ids=["show", "stubgen"])
-def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(tmp_path, args, code, shown):
+@pytest.mark.parametrize("command", ["show", "stubgen"])
+def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(cli, tmp_path, command, code, shown):
     # Its own status would say nothing of what went wrong, and "bye" would exit with 1.
     (tmp_path / f"{EXITING}.py").write_text(f"import sys\nsys.exit({code})\n")
-    output = ["-o", str(tmp_path / "stubs")] if args[0] == "stubgen" else []
-    result = run(*args, *output, path=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr == f"python -m metakit: error: importing '{EXITING}' called sys.exit({shown})\n"
-    assert result.stdout == ""
+    result = cli(command, f"{EXITING}:Step" if command == "show" else EXITING)
+    assert_refused(result, f"{PROG}: error: importing '{EXITING}' called sys.exit({shown})")
 
 
-def test_stubgen_into_a_directory_it_cannot_make_exits_with_status_2_before_importing(example, tmp_path):
-    blocker = tmp_path / "a_file"
-    blocker.write_text("")
-    result = run("stubgen", MODULE, "-o", str(blocker / "stubs"), path=example)
-    assert result.returncode == 2
-    assert (
-        result.stderr
-        == f"python -m metakit: error: cannot write stubs to {blocker / 'stubs'}: {blocker} is not a directory\n"
+def test_bench_follows_a_symbolic_link_to_its_output_and_refuses_a_missing_directory_before_work(cli, tmp_path):
+    # README: an output path that cannot be written is refused "before any work is done".
+    link = tmp_path / "results.json"
+    link.symlink_to("/no_such_dir_bb/deeper/results.json")
+    result = cli("bench", "--quick", "--json", str(link))  # BenchmarkStarted if it got past the check
+    assert_refused(
+        result, f"{PROG} bench: error: cannot write --json {link}: there is no directory /no_such_dir_bb/deeper"
     )
-    assert not (blocker.parent / "stubs").exists()
 
 
-def test_stubgen_of_a_standard_library_module_warns_that_its_stub_would_shadow_the_real_one(tmp_path):
-    result = run("stubgen", "json", "-o", str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.startswith(
+@pytest.mark.parametrize(
+    ("args", "missing", "error"),
+    [
+        (
+            ["--plot", "chart.png"],
+            {"matplotlib"},
+            "--plot needs matplotlib: pip install 'metakit[bench]' (or matplotlib)",
+        ),
+        (["--distributed"], {"torch"}, "--distributed needs torch: pip install 'metakit[torch,bench]'"),
+        (
+            ["--distributed"],
+            {"torch", "numpy"},
+            "--distributed needs torch and numpy: pip install 'metakit[torch,bench]'",
+        ),
+    ],
+    ids=["plot-without-matplotlib", "distributed-without-torch", "distributed-without-torch-and-numpy"],
+)
+def test_bench_without_an_extra_it_needs_exits_with_status_2_before_work(cli, monkeypatch, args, missing, error):
+    # metakit.bench.main: "The status is 2 for a usage error, found before anything runs (an output
+    # path that cannot be written, a missing optional dependency)".  Whether the extras are
+    # installed here or not, the benchmark, which asks the installed metadata, is told that
+    # *missing* are not.
+    installed = metakit.bench.report.installed
+    monkeypatch.setattr(metakit.bench.report, "installed", lambda name: None if name in missing else installed(name))
+    assert_refused(cli("bench", "--quick", *args), f"{PROG} bench: error: {error}")
+
+
+# --- stubgen ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["into-a-directory", "making-the-directory"])
+def test_stubgen_writes_a_typeddict_per_class_without_omit_fields(cli, tmp_path, made):
+    # README: "metakit stubgen MODULE [-o DIR]   # write .pyi stubs with exact TypedDicts (DIR: stubs)"
+    out = tmp_path / "typings"
+    if not made:
+        out.mkdir()
+    result = cli("stubgen", MODULE, "-o", str(out))
+    assert result.status == 0, result.err
+    assert result.out == f"wrote {out / MODULE}.pyi\n"
+    assert "warning" not in result.err  # the user's own module shadows nothing
+    stub = (out / f"{MODULE}.pyi").read_text()
+    assert "class BatchDict(" in stub
+    assert "def asdict_zerocopy" in stub
+    step_dict = stub.split("class StepDict(")[1].split("\n\n")[0]
+    assert "is_prompt: bool" in step_dict
+    assert "wrapper" not in step_dict
+
+
+def test_stubgen_of_a_standard_library_module_warns_that_its_stub_would_shadow_the_real_one(cli, tmp_path):
+    result = cli("stubgen", "json", "-o", str(tmp_path))
+    assert result.status == 0, result.err
+    assert result.err.startswith(
         f"warning: json is a module of the standard library; a stub for it in {tmp_path} would shadow its real one"
     )
 
 
-def test_stubgen_of_the_users_own_module_does_not_warn(example, tmp_path):
-    result = run("stubgen", MODULE, "-o", str(tmp_path / "stubs"), path=example)
-    assert result.returncode == 0, result.stderr
-    assert "warning" not in result.stderr
+# --- usage -----------------------------------------------------------------------------------------
+
+USAGE = f"usage: {PROG} [--version] {{bench,show,stubgen}} ..."
 
 
-def test_version_prints_metakit_and_its_version():
-    result = run("--version")
+@pytest.mark.parametrize(("args", "status"), [([], 2), (["--help"], 0)], ids=["no-command", "help"])
+def test_usage_lists_the_commands_on_stderr_without_a_command_and_on_stdout_with_help(cli, args, status):
+    result = cli(*args)
+    assert result.status == status
+    usage, other = (result.err, result.out) if status else (result.out, result.err)
+    assert usage.startswith(f"{USAGE}\n")
+    for command in ("bench", "show", "stubgen"):
+        assert f"  {command}  " in usage
+    assert "error" not in usage
+    assert other == ""
+
+
+@pytest.mark.parametrize("command", ["frobnicate", "--frobnicate"])
+def test_an_unknown_command_is_named_in_one_line_after_the_usage(cli, command):
+    result = cli(command)
+    assert (result.status, result.out) == (2, "")
+    assert result.err == cli().err + f"\n{PROG}: error: unknown command {command!r}\n"
+
+
+# --- in a process of its own -----------------------------------------------------------------------
+
+
+def _process(*command: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env.pop("COLUMNS", None)
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, check=False, timeout=60)
+
+
+@pytest.mark.parametrize("invocation", [["metakit"], [sys.executable, "-m", "metakit"]], ids=["script", "module"])
+def test_the_program_runs_and_names_itself_as_invoked(invocation):
+    # README: "`python -m metakit ...` is the same program"; the console script is `metakit`.
+    # The name comes from sys.argv[0], which only a real process sets as a user's shell would.
+    if invocation == ["metakit"]:
+        script = Path(sys.executable).parent / "metakit"
+        if not script.exists():  # only where metakit is installed with its scripts, as in every venv here
+            pytest.fail(f"no console script {script}")
+        invocation = [str(script)]
+    name = "metakit" if len(invocation) == 1 else PROG
+    result = _process(*invocation, "--version")
     assert (result.returncode, result.stdout, result.stderr) == (0, f"metakit {metakit.__version__}\n", "")
-
-
-def test_the_console_script_names_itself_metakit_in_usage_and_errors():
-    script = Path(sys.executable).parent / "metakit"
-    if not script.exists():  # only where metakit is installed with its scripts, as in every venv here
-        pytest.fail(f"no console script {script}")
-    result = subprocess.run([str(script), "show"], capture_output=True, text=True, check=False, timeout=60)
+    result = _process(*invocation, "show")
     assert result.returncode == 2
-    assert result.stderr.startswith("usage: metakit show [-h] MODULE:CLASS")
-    result = subprocess.run([str(script), "frobnicate"], capture_output=True, text=True, check=False, timeout=60)
-    assert result.stderr.endswith("metakit: error: unknown command 'frobnicate'\n")
+    assert result.stderr.startswith(f"usage: {name} show [-h] MODULE:CLASS")
+    result = _process(*invocation, "frobnicate")
+    assert result.returncode == 2
+    assert result.stderr.endswith(f"\n{name}: error: unknown command 'frobnicate'\n")
 
 
 def test_ctrl_c_exits_with_status_130_and_no_traceback():
+    # README: "Ctrl-C exits with 130."  A signal to a real process, as a terminal sends it.
     process = subprocess.Popen(
         [sys.executable, "-m", "metakit", "bench", "--quick"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=REPO,
         # A shell starts background jobs with SIGINT ignored, and Python then keeps ignoring it.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509  # no threads here
     )
@@ -823,28 +532,27 @@ def test_ctrl_c_exits_with_status_130_and_no_traceback():
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130
     assert "Traceback" not in err
-    assert err.endswith("python -m metakit: interrupted\n")
+    assert err.endswith(f"{PROG}: interrupted\n")
 
 
-def test_stubgen_into_a_directory_whose_parent_is_missing_exits_with_status_2(example, tmp_path):
-    # ``-o DIR`` makes DIR, but not the directories above it.
-    target = tmp_path / "missing" / "deeper"
-    result = run("stubgen", MODULE, "-o", str(target), path=example)
-    assert result.returncode == 2
-    assert result.stderr == (
-        f"python -m metakit: error: cannot write stubs to {target}: there is no directory {tmp_path / 'missing'}\n"
+@pytest.mark.parametrize("option", ["--json", "--plot"])
+def test_bench_refuses_an_output_where_no_file_can_be_made_before_work(option):
+    # Permissions do not tell (the superuser passes them); /proc refuses new files anyway.  A real
+    # benchmark, killed after its first line on stderr: the refusal, or the start of the work.
+    target = "/proc/metakit-bb-out.json"
+    with pytest.raises(OSError, match="metakit-bb-out"):
+        open(target, "w").close()  # the precondition: nothing can be made there
+    process = subprocess.Popen(
+        [sys.executable, "-m", "metakit", "bench", "--quick", option, target],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
-    assert not (tmp_path / "missing").exists()
-    made = tmp_path / "made"
-    assert run("stubgen", MODULE, "-o", str(made), path=example).returncode == 0
-    assert (made / f"{MODULE}.pyi").is_file()
-
-
-@pytest.mark.parametrize("args", [["stubgen", "-o"], ["stubgen", MODULE, "--output"]])
-def test_a_stubgen_option_without_its_value_is_refused_by_the_program_as_invoked(example, args):
-    result = run(*args, path=example)
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
-        "usage: python -m metakit stubgen [-h] [-o DIR] MODULE",
-        "python -m metakit stubgen: error: argument -o/--output: expected one argument",
-    ]
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+    finally:
+        process.kill()
+        process.communicate()
+    assert first.startswith(f"{PROG} bench: error: cannot write {option} {target}: "), first
