@@ -3,13 +3,15 @@
 Every error a user can cause (a bad argument, a module that cannot be
 imported or raises, an output path that cannot be written) exits with
 status 2 and one line on stderr, before any work is done; Ctrl-C exits with
-status 130.  Neither prints a traceback.
+status 130, and a reader that closes the output early (``| head``) makes it
+exit with status 141, as SIGPIPE would.  None of them prints a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import sysconfig
 import types
@@ -28,6 +30,9 @@ _COMMANDS = {
 
 _INTERRUPTED = 130
 """The exit status of a program stopped by SIGINT (128 + 2), as shells report it."""
+
+_PIPE_CLOSED = 141
+"""The exit status of a program stopped by SIGPIPE (128 + 13), as shells report it."""
 
 
 class UsageError(Exception):
@@ -54,18 +59,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     prog = program_name()
     try:
-        return _run(prog, args)
+        status = _run(prog, args)
+        sys.stdout.flush()  # here, where a closed pipe can still be told from other errors
     except UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return _INTERRUPTED
+    except BrokenPipeError:
+        _discard_stdout()
+        return _PIPE_CLOSED
+    return status
+
+
+def _discard_stdout() -> None:
+    """Send what is left of stdout nowhere: the reader has gone, and Python flushes it again at exit."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError):  # not a file (captured, as in tests): nothing is flushed at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 def _run(prog: str, args: list[str]) -> int:
     command, rest = (args[0], args[1:]) if args else ("", [])
     if command in ("-h", "--help", "--version"):
+        if rest:
+            print(_usage(prog), file=sys.stderr)
+            print(f"\n{prog}: error: {command} takes no arguments, got {' '.join(rest)}", file=sys.stderr)
+            return 2
         print(_usage(prog) if command != "--version" else f"metakit {metakit.__version__}")
         return 0
     if command not in _COMMANDS:
@@ -79,9 +104,13 @@ def _run(prog: str, args: list[str]) -> int:
         from metakit import bench
 
         return bench.main(rest, prog=f"{prog} bench")
-    _check_stubgen(f"{prog} stubgen", rest)
-    from metakit import stubgen
-
+    try:
+        from metakit import stubgen
+    except ModuleNotFoundError as error:
+        raise UsageError(f"stubgen needs {error.name}: pip install 'metakit[mypy]'") from None
+    # A bad argument exits here, with stubgen's usage, before the module is imported.
+    arguments = stubgen.arguments(f"{prog} stubgen").parse_args(rest)
+    _check_stubgen(arguments.module, arguments.output)
     try:
         status: int = stubgen.main(rest, prog=f"{prog} stubgen")
     except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
@@ -150,31 +179,21 @@ def _show_notes(cls: type) -> list[str]:
     return notes
 
 
-def _check_stubgen(prog: str, argv: list[str]) -> None:
-    """Check what ``stubgen`` will need before it runs: the module imports and the output can be written.
+def _check_stubgen(module_name: str, output: str) -> None:
+    """Check what ``stubgen`` will need before it runs: the output can be written and the module imports.
 
     Warns when the stub would shadow the real one of a module of the
     standard library or of another installed project.
     """
-    parser = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False)
-    parser.add_argument("module", nargs="?")
-    parser.add_argument("-o", "--output", default="stubs")
-    try:
-        known, _ = parser.parse_known_args(argv)
-    except argparse.ArgumentError:
-        return  # stubgen's own parser says what is wrong, with its usage
-    if known.module is None or "-h" in argv or "--help" in argv:
-        return  # stubgen's own parser says what is missing, or prints its help
     from metakit.bench.report import output_problem
 
-    problem = output_problem(known.output, directory=True)
+    problem = output_problem(output, directory=True)
     if problem:
-        raise UsageError(f"cannot write stubs to {known.output}: {problem}")
-    module = import_user_module(known.module)
-    owner = _foreign_owner(module)
+        raise UsageError(f"cannot write stubs to {output}: {problem}")
+    owner = _foreign_owner(import_user_module(module_name))
     if owner:
         print(
-            f"warning: {known.module} is a module of {owner}; a stub for it in {known.output} would shadow its"
+            f"warning: {module_name} is a module of {owner}; a stub for it in {output} would shadow its"
             " real one (or typeshed's) for every checker that reads that directory",
             file=sys.stderr,
         )

@@ -91,14 +91,20 @@ _SKIP_FIELDS: Final = "_Set[str] | list[str] | tuple[str, ...] | _Iterator[str]"
 _PLACEHOLDER: Final = "__metakit_"  # stands in a template for the type numbered after it
 
 
-def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
-    """Run ``stubgen`` as the program *prog*; return the process's exit status."""
+def arguments(prog: str) -> argparse.ArgumentParser:
+    """The parser of ``stubgen``'s arguments, for the program *prog*."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Write a .pyi stub for MODULE with an exact TypedDict per zero-copy dataclass.",
     )
     parser.add_argument("module", metavar="MODULE", help="e.g. metakit.examples.engine")
     parser.add_argument("-o", "--output", metavar="DIR", default="stubs", help="where to write (default: stubs)")
+    return parser
+
+
+def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
+    """Run ``stubgen`` as the program *prog*; return the process's exit status."""
+    parser = arguments(prog)
     args = parser.parse_args(argv)
     try:
         module = importlib.import_module(args.module)

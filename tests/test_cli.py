@@ -121,6 +121,13 @@ class LaterTuple(ZeroCopy):
 LaterTuple.astuple_zerocopy = lambda self: (self.seq_len,)
 
 
+@dataclass
+class Borrowing(ZeroCopy):
+    seq_len: int = 0
+
+    asdict_zerocopy = Step.asdict_zerocopy  # generated for Step: in Borrowing, a user's method
+
+
 class NotADataclass:
     pass
 
@@ -240,6 +247,7 @@ NOTE_INHERITED = (
         pytest.param("Inheriting", [NOTE_INHERITED], id="inherited-override"),
         pytest.param("Deleted", [], id="override-deleted-again"),
         pytest.param("LaterTuple", [_note_own("LaterTuple", "astuple_zerocopy")], id="override-assigned-later"),
+        pytest.param("Borrowing", [_note_own("Borrowing", "asdict_zerocopy")], id="another-classs-generated-method"),
     ],
 )
 def test_show_prints_exactly_the_generated_source_and_notes_which_methods_it_is_not(cli, qualname, notes):
@@ -308,6 +316,8 @@ REFUSED = [
     # stubgen: its options, the module, the output directory
     _refused(["stubgen"], f"{PROG} stubgen: error: the following arguments are required: MODULE", STUBGEN_USAGE),
     _refused(["stubgen", "-o"], f"{PROG} stubgen: error: argument -o/--output: expected one argument", STUBGEN_USAGE),
+    _refused(["stubgen", MODULE, "--bogus"], f"{PROG} stubgen: error: unrecognized arguments: --bogus", STUBGEN_USAGE),
+    _refused(["stubgen", MODULE, "extra"], f"{PROG} stubgen: error: unrecognized arguments: extra", STUBGEN_USAGE),
     _refused(
         ["stubgen", MODULE, "--output"],
         f"{PROG} stubgen: error: argument -o/--output: expected one argument",
@@ -483,6 +493,14 @@ def test_an_unknown_command_is_named_in_one_line_after_the_usage(cli, command):
     assert result.err == cli().err + f"\n{PROG}: error: unknown command {command!r}\n"
 
 
+@pytest.mark.parametrize("args", [["--version", "--bogus"], ["--help", "frobnicate"], ["-h", "show", "x:Y"]])
+def test_version_and_help_take_no_arguments(cli, args):
+    # README: an unknown option exits with status 2; nothing a user types is silently dropped.
+    result = cli(*args)
+    assert (result.status, result.out) == (2, "")
+    assert result.err == cli().err + f"\n{PROG}: error: {args[0]} takes no arguments, got {' '.join(args[1:])}\n"
+
+
 # --- in a process of its own -----------------------------------------------------------------------
 
 
@@ -556,3 +574,18 @@ def test_bench_refuses_an_output_where_no_file_can_be_made_before_work(option):
         process.kill()
         process.communicate()
     assert first.startswith(f"{PROG} bench: error: cannot write {option} {target}: "), first
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_a_reader_that_closes_the_pipe_early_ends_the_program_with_status_141_and_no_traceback(args):
+    # `metakit --help | head -c0`: the reader is gone before the output is written.  A real process
+    # with a real pipe: the error comes from the operating system, when the output is flushed.
+    with subprocess.Popen(
+        [sys.executable, "-m", "metakit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()  # long before the program has imported metakit
+        err = process.stderr.read()
+        process.wait(timeout=60)
+    assert (process.returncode, err) == (141, "")
