@@ -1,13 +1,12 @@
-"""The generated code: its source as text, where that source is registered, and
-that the code copied from templates is what ``compile`` makes, by line."""
+"""The generated code: its source as text, and that the code copied from
+templates is what ``compile`` makes, by line.  Where that source is registered
+(``linecache``, ``inspect``, tracebacks) is in ``test_lifetime_threads.py``."""
 
-import inspect
 import io
 import linecache
 import re
 import sys
 import tokenize
-import traceback
 import unicodedata
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
@@ -208,137 +207,6 @@ def test_installed_code_is_its_compiled_source_when_a_field_has_a_name_the_code_
         obj.asdict_zerocopy([name, "nope"])
     with pytest.raises(TypeError, match="skip_fields"):
         obj.asdict_zerocopy(name)
-
-
-# --- inspect and linecache --------------------------------------------------
-
-
-def test_inspect_getsource_shows_each_generated_method():
-    asdict = inspect.getsource(Step.asdict_zerocopy)
-    assert asdict.startswith(ASDICT_HEADER)
-    assert "'slot_mapping': self.slot_mapping," in asdict
-    assert ASTUPLE_HEADER not in asdict
-    astuple = inspect.getsource(Step.astuple_zerocopy)
-    assert astuple.startswith(ASTUPLE_HEADER)
-    assert "        self.slot_mapping," in astuple
-
-
-def test_generated_methods_are_named_for_their_class():
-    for name in ("asdict_zerocopy", "astuple_zerocopy"):
-        method = getattr(Step, name)
-        assert method.__name__ == name
-        assert method.__qualname__ == f"Step.{name}"
-        assert method.__module__ == __name__
-
-
-def test_source_is_registered_in_linecache_under_a_readable_filename():
-    filename = Step.asdict_zerocopy.__code__.co_filename
-    assert filename == Step.astuple_zerocopy.__code__.co_filename
-    assert filename.startswith("<metakit ")
-    assert f"{__name__}.Step" in filename
-    assert "".join(linecache.getlines(filename)) == metakit.generated_source(Step)
-
-
-def test_linecache_checkcache_keeps_the_entry():
-    filename = Step.asdict_zerocopy.__code__.co_filename
-    linecache.checkcache()
-    linecache.checkcache(filename)
-    assert "".join(linecache.getlines(filename)) == metakit.generated_source(Step)
-
-
-def test_nested_class_filename_holds_its_qualified_name():
-    class Outer:
-        @dataclass
-        class Inner(ZeroCopy):
-            a: int = 0
-
-    filename = Outer.Inner.asdict_zerocopy.__code__.co_filename
-    assert Outer.Inner.__qualname__ in filename
-    assert Outer.Inner.asdict_zerocopy.__qualname__ == f"{Outer.Inner.__qualname__}.asdict_zerocopy"
-
-
-@dataclass
-class Unset(ZeroCopy):
-    a: int
-    b: int = field(init=False)
-
-
-def formatted_traceback(call: Any) -> list[str]:
-    with pytest.raises(AttributeError, match="'b'") as error:
-        call()
-    return "".join(traceback.format_exception(error.type, error.value, error.tb)).splitlines()
-
-
-@pytest.mark.parametrize(
-    ("method", "line"),
-    [("asdict_zerocopy", "'b': self.b,"), ("astuple_zerocopy", "self.b,")],
-    ids=["asdict", "astuple"],
-)
-def test_traceback_from_generated_code_shows_the_source_line(method, line):
-    lines = formatted_traceback(getattr(Unset(1), method))
-    filename = Unset.asdict_zerocopy.__code__.co_filename
-    at = next(i for i, text in enumerate(lines) if filename in text)
-    assert f"in {method}" in lines[at]
-    assert lines[at + 1].strip() == line
-
-
-def test_traceback_from_an_unknown_skip_fields_name_shows_the_source_line():
-    with pytest.raises(ValueError, match="'nope'") as error:
-        Step(True, []).asdict_zerocopy(["nope"])
-    text = "".join(traceback.format_exception(error.type, error.value, error.tb))
-    assert Step.asdict_zerocopy.__code__.co_filename in text
-    assert "_check_skipped(self, name)" in text
-
-
-def define(*names: str) -> type:
-    """A class named ``Shared`` (always the same qualified name) with fields *names*."""
-
-    @dataclass
-    class Shared(ZeroCopy):
-        __annotations__ = dict.fromkeys(names, int)
-
-    return Shared
-
-
-def test_identical_classes_share_one_linecache_entry():
-    before = metakit_entries()
-    first, second = define("a", "b"), define("a", "b")
-    assert first is not second
-    filename = first.asdict_zerocopy.__code__.co_filename
-    assert second.asdict_zerocopy.__code__.co_filename == filename
-    assert second.astuple_zerocopy.__code__.co_filename == filename
-    assert metakit_entries() - before == {filename}
-
-
-def test_same_qualified_name_with_other_fields_gets_its_own_filename():
-    first, second = define("a", "b"), define("a", "c")
-    assert first.__qualname__ == second.__qualname__
-    filenames = {cls.asdict_zerocopy.__code__.co_filename for cls in (first, second)}
-    assert len(filenames) == 2
-    for cls in (first, second):
-        source = "".join(linecache.getlines(cls.asdict_zerocopy.__code__.co_filename))
-        assert source == metakit.generated_source(cls)
-        assert inspect.getsource(cls.asdict_zerocopy).startswith(ASDICT_HEADER)
-    assert "'c': self.c," in metakit.generated_source(second)
-    assert "'c': self.c," not in metakit.generated_source(first)
-
-
-def test_subclass_of_a_plain_dataclass_keeps_its_own_filename():
-    # Regression: ``__new__`` served the inherited fields, the decorator then
-    # made the class's own methods while the first were alive, and they took
-    # the file name "-2".
-    @dataclass
-    class Plain:
-        a: int
-
-    @dataclass
-    class Both(Plain, ZeroCopy):
-        b: int
-
-    filename = Both.asdict_zerocopy.__code__.co_filename
-    assert filename == f"<metakit {__name__}.{Both.__qualname__}>"
-    assert "".join(linecache.getlines(filename)) == metakit.generated_source(Both)
-    assert not [name for name in linecache.cache.copy() if name.startswith(filename[:-1] + "-")]
 
 
 # --- names that cannot be written into source -----------------------------------

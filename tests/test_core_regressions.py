@@ -1,18 +1,13 @@
 """Regression tests for the core's edges (issue: "Core: correct at every edge"),
-each named after the defect it pins down."""
+each named after the defect it pins down.  Those of lifetime and threads are in
+``test_lifetime_threads.py``, those of replace in ``test_replace.py``."""
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import functools
-import gc
-import linecache
-import subprocess
 import sys
-import threading
 import types
-import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
@@ -35,26 +30,6 @@ def recording(label: str, log: list[tuple[str, str]]) -> type:
     return meta
 
 
-def test_own_setattr_of_a_combined_metaclass_runs_before_the_others():
-    log: list[tuple[str, str]] = []
-    Watch = recording("Watch", log)
-
-    class M(ZeroCopyFields, Watch):  # type: ignore[misc, valid-type]
-        def __setattr__(cls, name: str, value: Any) -> None:
-            log.append(("M", name))
-            super().__setattr__(name, value)
-
-    @dataclass
-    class C(metaclass=M):
-        x: int
-
-    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
-    fields_set = [label for label, name in log if name == "__dataclass_fields__"]
-    assert fields_set == ["M", "Watch"]
-    C.later = 1  # type: ignore[attr-defined]
-    assert [label for label, name in log if name == "later"] == ["M", "Watch"]
-
-
 def test_setattr_of_a_metaclass_before_zero_copy_fields_in_the_mro_runs():
     log: list[tuple[str, str]] = []
     A, B = recording("A", log), recording("B", log)
@@ -68,19 +43,6 @@ def test_setattr_of_a_metaclass_before_zero_copy_fields_in_the_mro_runs():
 
     assert [label for label, name in log if name == "__dataclass_fields__"] == ["A", "B"]
     assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize("order", ["metakit first", "abc first"])
-def test_combination_with_abc_meta_in_either_order_still_sees_fields(order):
-    bases = (ZeroCopyFields, abc.ABCMeta) if order == "metakit first" else (abc.ABCMeta, ZeroCopyFields)
-    Meta = type("Meta", bases, {})
-
-    @dataclass
-    class C(metaclass=Meta):
-        x: int
-
-    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
-    assert metakit.replace(C(1), x=2).x == 2
 
 
 def test_delattr_of_every_metaclass_in_a_combination_runs():
@@ -184,23 +146,6 @@ def test_super_astuple_inside_an_asdict_override_serves_the_instances_class():
     assert Bottom(1, 2, 3).asdict_zerocopy() == {"tuple": (1, 2, 3), "dict": {"a": 1, "b": 2, "c": 3}}
 
 
-def test_super_replace_inside_a_replace_override_serves_the_instances_class():
-    @dataclass
-    class WithReplace(Base):
-        b: int
-        calls: int = 0
-
-        def __replace__(self, /, **changes: Any) -> Any:
-            return super().__replace__(calls=self.calls + 1, **changes)
-
-    replaced = metakit.replace(WithReplace(1, 2), b=3)
-    assert replaced == WithReplace(1, 3, 0)  # the function form runs the generated code
-    if sys.version_info >= (3, 13):
-        import copy
-
-        assert copy.replace(WithReplace(1, 2), b=3) == WithReplace(1, 3, 1)
-
-
 # --- 4. an override above an undecorated class that holds a generated function --
 
 
@@ -249,138 +194,6 @@ def test_override_above_a_plain_mixin_holding_a_generated_function_serves_the_in
         z: int
 
     assert D(1, 2, 3).asdict_zerocopy() == {"x": 1, "y": 2, "z": 3}
-
-
-# --- 5. linecache.checkcache in another thread while classes are collected ----
-
-
-def test_linecache_checkcache_never_raises_while_classes_are_collected_in_another_thread():
-    errors: list[BaseException] = []
-    stop = threading.Event()
-
-    def check() -> None:
-        try:
-            while not stop.is_set():
-                linecache.checkcache()
-        except BaseException as error:  # reported below
-            errors.append(error)
-
-    checker = threading.Thread(target=check)
-    checker.start()
-    try:
-        for round_ in range(300):
-            classes = [make_dataclass(f"Gone{round_}_{i}", [f"f{i}"], bases=(ZeroCopy,)) for i in range(5)]
-            del classes
-            gc.collect()
-    finally:
-        stop.set()
-        checker.join(30)
-    assert not errors
-
-
-def test_linecache_checkcache_never_raises_when_a_collection_runs_inside_it():
-    # The collection runs in checkcache's own thread, in the middle of its loop.
-    for _ in range(50):
-        classes = [make_dataclass(f"Cycle{i}", [f"f{i}"], bases=(ZeroCopy,)) for i in range(20)]
-        del classes
-        gc.set_threshold(1)
-        try:
-            linecache.checkcache()
-        finally:
-            gc.set_threshold(700)
-            gc.collect()
-
-
-# --- 6. bounded caches, linear time -----------------------------------------
-
-
-MEMORY_PROGRAM = """
-import gc, tracemalloc
-from dataclasses import make_dataclass
-from metakit import ZeroCopy
-
-def make_all(batch):
-    for count in range(200):
-        names = [f"{batch}_{i}" for i in range(count % 50)]
-        make_dataclass(f"Shape{count}", names, bases=(ZeroCopy,), slots=count % 2 == 0)
-        make_dataclass(f"Shape{count}", [f"{n}_again" for n in names], bases=(ZeroCopy,))  # a template's
-    gc.collect()
-
-make_all("untraced")
-tracemalloc.start()  # what later batches free is traced too
-make_all("first")  # 400 new layouts: every cache now holds only traced entries
-before = tracemalloc.get_traced_memory()[0]
-make_all("fourth")
-print(tracemalloc.get_traced_memory()[0] - before)
-"""
-
-
-def test_classes_of_ever_new_shapes_keep_memory_bounded():
-    # Regression: one template per field count was kept forever (600 counts
-    # took 562 MB).  Every batch makes 400 classes of shapes never seen
-    # before; once the caches are full, a batch leaves next to nothing behind
-    # (dead weak references wait for their pruning: a few hundred KB).  In a
-    # fresh interpreter, so that no other test's classes count.
-    run = subprocess.run([sys.executable, "-c", MEMORY_PROGRAM], capture_output=True, text=True, check=True)
-    assert int(run.stdout) < 1_000_000, run.stdout
-
-
-# --- 8. each class has its own function objects -------------------------------
-
-
-def test_function_objects_are_not_shared_between_class_incarnations():
-    def make() -> type:
-        @dataclass
-        class Again(ZeroCopy):
-            x: int
-
-        return Again
-
-    first = make()
-    first.asdict_zerocopy.marker = True  # type: ignore[attr-defined]
-    del first
-    gc.collect()
-    second = make()
-    assert not hasattr(second.asdict_zerocopy, "marker")
-    third = make()
-    assert third.asdict_zerocopy is not second.asdict_zerocopy
-    assert third.asdict_zerocopy.__code__ is second.asdict_zerocopy.__code__  # the code is shared
-
-
-# --- 9. slots=True on a nested class ------------------------------------------
-
-
-def test_slots_on_a_nested_class_names_its_functions_and_file_by_its_qualified_name():
-    class Outer:
-        @dataclass(slots=True)
-        class Inner(ZeroCopy):
-            x: int
-
-    qualname = Outer.Inner.__qualname__
-    assert qualname.endswith("Outer.Inner")
-    for method in (Outer.Inner.asdict_zerocopy, Outer.Inner.astuple_zerocopy, Outer.Inner.__replace__):
-        assert method.__qualname__ == f"{qualname}.{method.__name__}"
-        assert method.__code__.co_filename == f"<metakit {__name__}.{qualname}>"
-
-
-def test_zerocopy_classes_leaves_out_the_class_that_slots_discarded():
-    @dataclass(slots=True)
-    class Slotted(ZeroCopy):
-        x: int
-
-    listed = [cls for cls in metakit.zerocopy_classes() if cls.__qualname__ == Slotted.__qualname__]
-    assert listed == [Slotted]
-
-
-def test_two_local_classes_of_one_qualified_name_with_other_fields_get_two_files():
-    def outer(fields: list[str]) -> type:
-        class Outer:
-            Inner = dataclass(slots=True)(type("Inner", (ZeroCopy,), {"__annotations__": dict.fromkeys(fields, int)}))
-
-        return Outer.Inner
-
-    first, second = outer(["a"]), outer(["b"])
-    assert first.asdict_zerocopy.__code__.co_filename != second.asdict_zerocopy.__code__.co_filename
 
 
 # --- 10. internal state never collides with a field ----------------------------
@@ -561,195 +374,6 @@ def test_a_one_shot_skip_fields_with_an_unhashable_name_gets_an_error_naming_ski
 
 # --- a class made from inside another class's code generation, in one thread -------
 
-_MADE_INSIDE = r"""
-import gc, inspect, linecache
-from dataclasses import make_dataclass
-from metakit import ZeroCopy, generated_source
-
-made, busy = [], [False]
-
-def make_inner(phase, info):
-    # As a finalizer that a collection runs, or a signal handler, would: at
-    # any moment of another class's creation, in the same thread.
-    if phase == "start" and not busy[0] and len(made) < 200:
-        busy[0] = True
-        try:
-            made.append(make_dataclass("Inner", [f"q{len(made) % 3}"], bases=(ZeroCopy,)))
-        finally:
-            busy[0] = False
-
-gc.callbacks.append(make_inner)
-gc.set_threshold(1)  # a collection at nearly every allocation
-outer = [make_dataclass("Outer", [f"a{i % 4}", "b"], bases=(ZeroCopy,)) for i in range(100)]
-gc.callbacks.remove(make_inner)
-gc.set_threshold(700)
-assert len(made) > 100, len(made)
-for cls in outer + made:
-    names = [f.name for f in cls.__dataclass_fields__.values()]
-    assert cls(*names).asdict_zerocopy() == dict(zip(names, names))
-    filename = cls.asdict_zerocopy.__code__.co_filename
-    assert "".join(linecache.getlines(filename)) == generated_source(cls)
-    assert inspect.getsource(cls.asdict_zerocopy).startswith("def asdict_zerocopy(self, skip_fields=None):")
-print(len({cls.asdict_zerocopy.__code__.co_filename for cls in outer + made}))
-"""
-
-
-def test_classes_made_while_this_thread_generates_another_classes_code_get_their_own_source():
-    # A finalizer that the garbage collector runs inside metakit's lock, and
-    # that makes a class, once waited for that lock for ever; and such a
-    # class could take the file name that the class being made had chosen.
-    result = subprocess.run(
-        [sys.executable, "-c", _MADE_INSIDE], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert int(result.stdout) <= 7  # the classes of one name and fields share one file
-
-
-# --- metaclasses derived from ZeroCopyFields are collected ---------------------------
-
-
-class _Watch(type):
-    def __setattr__(cls, name: str, value: object) -> None:
-        super().__setattr__(name, value)
-
-    def __delattr__(cls, name: str) -> None:
-        super().__delattr__(name)
-
-
-@pytest.mark.parametrize(
-    "bases",
-    [(ZeroCopyFields,), (ZeroCopyFields, abc.ABCMeta), (abc.ABCMeta, ZeroCopyFields), (ZeroCopyFields, _Watch)],
-    ids=["alone", "then ABCMeta", "after ABCMeta", "then a __setattr__"],
-)
-def test_a_metaclass_derived_from_zero_copy_fields_is_collected_with_its_classes(bases):
-    def make() -> weakref.ref[type]:
-        meta = type("Meta", bases, {})
-
-        @dataclass
-        class Record(metaclass=meta):
-            x: int = 1
-
-        Record.asdict_zerocopy = lambda self, skip_fields=None: {}
-        del Record.asdict_zerocopy  # both hooks ran
-        assert Record().asdict_zerocopy() == {"x": 1}
-        assert metakit.replace(Record(), x=2).x == 2
-        return weakref.ref(meta)
-
-    meta = make()
-    gc.collect()
-    assert meta() is None
-
-
-# --- a late override and a subclass made in another thread, at once -----------------
-
-
-def test_an_override_assigned_while_another_thread_places_a_subclasss_methods_reaches_it(monkeypatch):
-    @dataclass
-    class Mid(ZeroCopy):
-        a: int = 1
-
-    class Reaching(Mid):  # makes Mid's methods ZeroCopy's (rule 2), so that Sub takes the one-step path
-        def asdict_zerocopy(self, skip_fields=None):
-            return super().asdict_zerocopy(skip_fields)
-
-    deciding, assigned = threading.Event(), threading.Event()
-    real = metakit._meta.generate
-
-    def generate(module: str, qualname: str, layout: Any) -> Any:
-        if qualname.endswith("Sub"):  # deciding Sub's methods: let the other thread in
-            deciding.set()
-            assigned.wait(timeout=1)  # it cannot, while this thread holds the lock
-        return real(module, qualname, layout)
-
-    monkeypatch.setattr(metakit._meta, "generate", generate)
-
-    def assign() -> None:
-        deciding.wait(timeout=10)
-        Mid.asdict_zerocopy = lambda self, skip_fields=None: {"the user's": True}
-        assigned.set()
-
-    other = threading.Thread(target=assign)
-    other.start()
-
-    @dataclass
-    class Sub(Mid):
-        b: int = 2
-
-    other.join()
-    assert "asdict_zerocopy" not in Sub.__dict__  # rule 1: it inherits the user's method
-    assert Sub().asdict_zerocopy() == {"the user's": True}
-    assert metakit.asdict_zerocopy(Sub()) == {"a": 1, "b": 2}
-
-
-# --- 3.13's generic __replace__, replaced in one step on a new leaf dataclass ---------
-
-
-def _generated_replace(cls: type) -> object:
-    return methods_of(cls).replace
-
-
-def test_a_new_dataclass_holds_its_generated_replace():
-    @dataclass
-    class Leaf(ZeroCopy):
-        a: int
-        b: int = 2
-
-    assert Leaf.__dict__["__replace__"] is _generated_replace(Leaf)
-    assert metakit.replace(Leaf(1), b=5) == Leaf(1, 5)
-
-
-def test_a_class_decorated_after_it_has_a_subclass_gets_the_rules_for_its_family():
-    # Not a leaf when dataclasses gives it __replace__: the one-step path is
-    # not taken, and rule 2 holds for the subclass's override.
-    class Late(ZeroCopy):
-        a: int
-
-    class Below(Late):
-        def __replace__(self, /, **changes: Any) -> Any:
-            return ("below's own", super().__replace__(**changes))
-
-    dataclass(Late)
-    # Below's override reaches Late's method through super(): it serves the instance's own class.
-    assert Late.__dict__["__replace__"] is ZeroCopy.__dict__["__replace__"]
-    assert Late(1).__replace__(a=3) == Late(3)
-    assert metakit.replace(Late(1), a=3) == Late(3)
-    own, made = Below(1).__replace__(a=2)
-    assert own == "below's own"
-    assert type(made) is Below
-    assert made.a == 2
-    assert metakit.replace(Below(1), a=2).a == 2  # the function form never calls an override
-
-
-def test_a_replace_written_in_the_class_body_is_kept():
-    @dataclass
-    class Own(ZeroCopy):
-        a: int
-
-        def __replace__(self, /, **changes: Any) -> Any:
-            return "own"
-
-    assert Own(1).__replace__() == "own"
-    assert metakit.replace(Own(1), a=2) == Own(2)
-
-
-def test_the_generic_replace_of_dataclasses_is_replaced_whenever_it_is_assigned():
-    import copy
-    import dataclasses
-
-    @dataclass(frozen=True)
-    class Frozen(ZeroCopy):
-        a: int
-        b: int = 0
-
-    assert Frozen(1).__replace__(b=4) == Frozen(1, 4)
-    generic = getattr(dataclasses, "_replace", None)
-    if generic is not None:  # 3.13 on: what dataclasses gives every dataclass, and copy.replace calls
-        assert copy.replace(Frozen(1), b=4) == Frozen(1, 4)
-        Frozen.__replace__ = generic  # type: ignore[method-assign]
-        assert Frozen.__dict__["__replace__"] is _generated_replace(Frozen)
-        assert copy.replace(Frozen(1), a=7) == Frozen(7, 0)
-
-
 # --- a user's method on ZeroCopy itself ------------------------------------------------
 
 
@@ -900,31 +524,6 @@ def test_a_generated_method_assigned_to_another_class_is_the_users_and_kept():
     assert Sub(1, 2).astuple_zerocopy() == (1,)
     del Sub.astuple_zerocopy
     assert Sub(1, 2).astuple_zerocopy() == (1, 2)  # its own generated method back (rule 3)
-
-
-def test_copy_replace_runs_the_generated_replace():
-    import copy
-
-    @dataclass(frozen=True)
-    class Point(ZeroCopy):
-        x: int
-        y: int
-
-    generated = Point.__dict__["__replace__"]
-    assert is_generated(generated)
-    replace = getattr(copy, "replace", lambda obj, /, **changes: type(obj).__replace__(obj, **changes))  # 3.13+
-    ran = []
-
-    def profile(frame: Any, event: str, arg: object) -> None:
-        if event == "call" and frame.f_code is generated.__code__:
-            ran.append(frame.f_code)
-
-    sys.setprofile(profile)
-    try:
-        assert replace(Point(1, 2), y=3) == Point(1, 3)
-    finally:
-        sys.setprofile(None)
-    assert ran == [generated.__code__]
 
 
 _DEFERRED_SOURCE = """

@@ -99,6 +99,24 @@ def test_nested_class_names_its_functions_and_files_by_its_qualified_name(slots)
     assert other.startswith(f"<metakit {__name__}.{qualname}-")
 
 
+def test_subclass_of_a_plain_dataclass_keeps_its_own_filename():
+    # Regression: ``__new__`` served the inherited fields, the decorator then
+    # made the class's own methods while the first were alive, and they took
+    # the file name "-2".
+    @dataclass
+    class Plain:
+        a: int
+
+    @dataclass
+    class Both(Plain, ZeroCopy):
+        b: int
+
+    filename = Both.asdict_zerocopy.__code__.co_filename
+    assert filename == f"<metakit {__name__}.{Both.__qualname__}>"
+    assert "".join(linecache.getlines(filename)) == metakit.generated_source(Both)
+    assert not [name for name in linecache.cache.copy() if name.startswith(filename[:-1] + "-")]
+
+
 def test_class_collected_entry_gone_and_not_listed():
     # DESIGN: "An entry goes away when its class is garbage-collected, and no cache keeps a class alive."
     # zerocopy_classes(): "the live classes made by ZeroCopyFields (weakly held)"
@@ -1672,3 +1690,119 @@ def test_a_method_that_outlives_its_class_keeps_its_source_while_another_class_t
     del held
     gc.collect()
     assert filename not in linecache.cache  # it goes with the last function that holds it
+
+
+# --- bounded caches; classes made inside another class's creation; an override assigned meanwhile ---
+
+
+MEMORY_PROGRAM = """
+import gc, tracemalloc
+from dataclasses import make_dataclass
+from metakit import ZeroCopy
+
+def make_all(batch):
+    for count in range(200):
+        names = [f"{batch}_{i}" for i in range(count % 50)]
+        make_dataclass(f"Shape{count}", names, bases=(ZeroCopy,), slots=count % 2 == 0)
+        make_dataclass(f"Shape{count}", [f"{n}_again" for n in names], bases=(ZeroCopy,))  # a template's
+    gc.collect()
+
+make_all("untraced")
+tracemalloc.start()  # what later batches free is traced too
+make_all("first")  # 400 new layouts: every cache now holds only traced entries
+before = tracemalloc.get_traced_memory()[0]
+make_all("fourth")
+print(tracemalloc.get_traced_memory()[0] - before)
+"""
+
+
+def test_classes_of_ever_new_shapes_keep_memory_bounded():
+    # Regression: one template per field count was kept forever (600 counts
+    # took 562 MB).  Every batch makes 400 classes of shapes never seen
+    # before; once the caches are full, a batch leaves next to nothing behind
+    # (dead weak references wait for their pruning: a few hundred KB).  In a
+    # fresh interpreter, so that no other test's classes count.
+    run = subprocess.run([sys.executable, "-c", MEMORY_PROGRAM], capture_output=True, text=True, check=True)
+    assert int(run.stdout) < 1_000_000, run.stdout
+
+
+_MADE_INSIDE = r"""
+import gc, inspect, linecache
+from dataclasses import make_dataclass
+from metakit import ZeroCopy, generated_source
+
+made, busy = [], [False]
+
+def make_inner(phase, info):
+    # As a finalizer that a collection runs, or a signal handler, would: at
+    # any moment of another class's creation, in the same thread.
+    if phase == "start" and not busy[0] and len(made) < 200:
+        busy[0] = True
+        try:
+            made.append(make_dataclass("Inner", [f"q{len(made) % 3}"], bases=(ZeroCopy,)))
+        finally:
+            busy[0] = False
+
+gc.callbacks.append(make_inner)
+gc.set_threshold(1)  # a collection at nearly every allocation
+outer = [make_dataclass("Outer", [f"a{i % 4}", "b"], bases=(ZeroCopy,)) for i in range(100)]
+gc.callbacks.remove(make_inner)
+gc.set_threshold(700)
+assert len(made) > 100, len(made)
+for cls in outer + made:
+    names = [f.name for f in cls.__dataclass_fields__.values()]
+    assert cls(*names).asdict_zerocopy() == dict(zip(names, names))
+    filename = cls.asdict_zerocopy.__code__.co_filename
+    assert "".join(linecache.getlines(filename)) == generated_source(cls)
+    assert inspect.getsource(cls.asdict_zerocopy).startswith("def asdict_zerocopy(self, skip_fields=None):")
+print(len({cls.asdict_zerocopy.__code__.co_filename for cls in outer + made}))
+"""
+
+
+def test_classes_made_while_this_thread_generates_another_classes_code_get_their_own_source():
+    # A finalizer that the garbage collector runs inside metakit's lock, and
+    # that makes a class, once waited for that lock for ever; and such a
+    # class could take the file name that the class being made had chosen.
+    result = subprocess.run(
+        [sys.executable, "-c", _MADE_INSIDE], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) <= 7  # the classes of one name and fields share one file
+
+
+def test_an_override_assigned_while_another_thread_places_a_subclasss_methods_reaches_it(monkeypatch):
+    @dataclass
+    class Mid(ZeroCopy):
+        a: int = 1
+
+    class Reaching(Mid):  # makes Mid's methods ZeroCopy's (rule 2), so that Sub takes the one-step path
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy(skip_fields)
+
+    deciding, assigned = threading.Event(), threading.Event()
+    real = metakit._meta.generate
+
+    def generate(module: str, qualname: str, layout: Any) -> Any:
+        if qualname.endswith("Sub"):  # deciding Sub's methods: let the other thread in
+            deciding.set()
+            assigned.wait(timeout=1)  # it cannot, while this thread holds the lock
+        return real(module, qualname, layout)
+
+    monkeypatch.setattr(metakit._meta, "generate", generate)
+
+    def assign() -> None:
+        deciding.wait(timeout=10)
+        Mid.asdict_zerocopy = lambda self, skip_fields=None: {"the user's": True}
+        assigned.set()
+
+    other = threading.Thread(target=assign)
+    other.start()
+
+    @dataclass
+    class Sub(Mid):
+        b: int = 2
+
+    other.join()
+    assert "asdict_zerocopy" not in Sub.__dict__  # rule 1: it inherits the user's method
+    assert Sub().asdict_zerocopy() == {"the user's": True}
+    assert metakit.asdict_zerocopy(Sub()) == {"a": 1, "b": 2}

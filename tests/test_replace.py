@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import metakit
 import metakit.testing
 from metakit import OMIT, ZeroCopy, ZeroCopyFields
+from metakit._functions import methods_of
 from tests.records import (
     INSTANCE_IDS,
     NON_DATACLASS_OBJECTS,
@@ -731,19 +732,6 @@ def test_replace_obj_keyword_is_a_change():
     assert metakit.replace(Named(), obj=1, self=2) == Named(1, 2)
 
 
-def test_dunder_replace_on_every_version_and_copy_replace_on_313():
-    o = AttnMeta(1, 2, 3, [4])
-    r = AttnMeta.__replace__(o, num_prefills=9)
-    assert r.num_prefills == 9
-    assert r.slot_mapping is o.slot_mapping
-    if PY313:
-        r2 = copy.replace(o, num_prefills=8)
-        assert r2.num_prefills == 8
-        assert r2.slot_mapping is o.slot_mapping
-    else:
-        assert not hasattr(copy, "replace")
-
-
 def test_plain_dataclass_replace_function_form():
     @dataclass(frozen=True)
     class PF:
@@ -760,23 +748,6 @@ def test_plain_dataclass_replace_function_form():
             assert state(a[1], o, ch) == state(b[1], o, ch)
         else:
             assert a == b
-
-
-def test_user_replace_method_untouched():
-    @dataclass
-    class V1Meta(ZeroCopy):
-        num_actual_tokens: int = 0
-        slot_mapping: list = field(default_factory=list)
-
-        def replace(self, **kwargs):
-            return ("mine", dataclasses.replace(self, **kwargs))
-
-    o = V1Meta(1, [2])
-    tag, r = o.replace(num_actual_tokens=3)
-    assert tag == "mine"
-    assert r.slot_mapping is o.slot_mapping
-    assert metakit.replace(o, num_actual_tokens=4) == V1Meta(4, [2])
-    assert V1Meta.__replace__(o, num_actual_tokens=5) == V1Meta(5, [2])
 
 
 def test_post_init_chain_across_levels_runs_once_per_replace():
@@ -854,36 +825,6 @@ def test_replace_override_assigned_on_base_super_serves_instance_class():
     q3 = Q().__replace__(b=7)
     assert type(q3) is Q
     assert q3 == Q(1, 7)
-
-
-def test_copy_replace_on_313():
-    # DESIGN: "Every class made by ZeroCopyFields also gets it as __replace__, so copy.replace (3.13+) uses it."
-    _P, _Q, R = make_chain()
-    if sys.version_info >= (3, 13):
-        r = copy.replace(R(), b=5)
-        assert type(r) is R
-        assert r == R(1, 5, 3)
-    assert R.__replace__(R(), b=5) == R(1, 5, 3)
-
-
-def test_user_replace_method_untouched_overrides_meta():
-    # README: "A __replace__ or replace that you write is never touched; metakit.replace(obj) runs the generated
-    # code all the same"
-    @dataclass
-    class V(ZeroCopy):
-        a: int = 1
-
-        def replace(self, **kw):
-            return ("mine", kw)
-
-        def __replace__(self, /, **kw):
-            return ("dunder", kw)
-
-    assert V().replace(a=2) == ("mine", {"a": 2})
-    assert V().__replace__(a=2) == ("dunder", {"a": 2})
-    assert metakit.replace(V(), a=2) == V(2)
-    if sys.version_info >= (3, 13):
-        assert copy.replace(V(), a=2) == ("dunder", {"a": 2})
 
 
 def _inherited_replace_outcome(base):
@@ -1460,23 +1401,6 @@ def test_replace_call_errors_match_dataclasses():
         assert got[:2] == ref[:2], (args, kwargs, got, ref)
 
 
-def test_copy_replace_and_dunder_replace():
-    # DESIGN: "Every class made by ZeroCopyFields also gets it as __replace__, so copy.replace (3.13+) uses it."
-    @dataclass
-    class Rec(ZeroCopy):
-        a: int = 1
-        b: int = 2
-
-    assert "__replace__" in Rec.__dict__
-    assert Rec().__replace__(a=3) == Rec(3, 2)
-    if PY313:
-        assert copy.replace(Rec(), b=5) == Rec(1, 5)
-        with pytest.raises(TypeError):
-            copy.replace(Rec(), zz=1)
-    else:
-        assert not hasattr(copy, "replace")
-
-
 PY313_STATEFUL = sys.version_info >= (3, 13)
 
 
@@ -1869,29 +1793,125 @@ def test_omit_fields_are_carried_like_any_field():
 
 
 def test_every_class_gets_the_generated_replace_as_dunder_replace_for_copy_replace():
-    for cls in (Everything, FrozenSlots):
-        assert cls.__replace__.__code__.co_filename == f"<metakit {cls.__module__}.{cls.__qualname__}>"
-        assert inspect.getsource(cls.__replace__).startswith("def __replace__(self, /, **changes):")
-    if sys.version_info >= (3, 13):  # copy.replace is new in 3.13
-        obj = Everything(1)
-        assert copy.replace(obj, plain=4) == dataclasses.replace(obj, plain=4)
+    # DESIGN: "Every class made by ZeroCopyFields also gets it as __replace__, so copy.replace (3.13+) uses it."
+    _P, _Q, R = make_chain()
+    for cls in (Everything, FrozenSlots, R):
+        generated = cls.__dict__["__replace__"]  # a new dataclass holds its own generated replace
+        assert generated is methods_of(cls).replace
+        assert generated.__code__.co_filename == f"<metakit {cls.__module__}.{cls.__qualname__}>"
+        assert inspect.getsource(generated).startswith("def __replace__(self, /, **changes):")
+    assert R.__replace__(R(), b=5) == R(1, 5, 3)
+    o = AttnMeta(1, 2, 3, [4])
+    r = AttnMeta.__replace__(o, num_prefills=9)
+    assert r.num_prefills == 9
+    assert r.slot_mapping is o.slot_mapping
+    if not PY313:  # copy.replace is new in 3.13
+        assert not hasattr(copy, "replace")
+        return
+    r = copy.replace(R(), b=5)
+    assert type(r) is R
+    assert r == R(1, 5, 3)
+    r2 = copy.replace(o, num_prefills=8)
+    assert r2.num_prefills == 8
+    assert r2.slot_mapping is o.slot_mapping
+    obj = Everything(1)
+    assert copy.replace(obj, plain=4) == dataclasses.replace(obj, plain=4)
+    with pytest.raises(TypeError):
+        copy.replace(R(), zz=1)
+    # and copy.replace runs the generated code itself
+    generated = R.__dict__["__replace__"]
+    ran = []
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is generated.__code__:
+            ran.append(frame.f_code)
+
+    sys.setprofile(profile)
+    try:
+        assert copy.replace(R(), c=4) == R(1, 2, 4)
+    finally:
+        sys.setprofile(None)
+    assert ran == [generated.__code__]
 
 
 def test_a_users_own_replace_and_dunder_replace_are_never_touched():
-    def own(self: Any, /, **changes: Any) -> str:
-        return "own"
+    # README: "A __replace__ or replace that you write is never touched; metakit.replace(obj) runs the generated
+    # code all the same"
+    def own(self: Any, /, **changes: Any) -> Any:
+        return ("dunder", changes)
 
     @dataclass
     class Own(ZeroCopy):
-        a: int
+        a: int = 1
+        slot_mapping: list = field(default_factory=list)
         __replace__ = own
 
         def replace(self, **changes: Any) -> Any:
-            return dataclasses.replace(self, **changes)
+            return ("mine", dataclasses.replace(self, **changes))
 
+    o = Own(1, [2])
     assert Own.__dict__["__replace__"] is own
-    assert Own(1).replace(a=2) == Own(2)
-    assert metakit.replace(Own(1), a=2) == Own(2)  # the function form runs the generated code
+    assert o.__replace__(a=2) == ("dunder", {"a": 2})
+    tag, r = o.replace(a=3)
+    assert tag == "mine"
+    assert r == Own(3, [2])
+    assert r.slot_mapping is o.slot_mapping
+    assert metakit.replace(o, a=4) == Own(4, [2])  # the function form runs the generated code
+    if sys.version_info >= (3, 13):
+        assert copy.replace(o, a=2) == ("dunder", {"a": 2})
+
+    @dataclass
+    class OnlyReplace(ZeroCopy):  # a replace method of its own: __replace__ is the generated one
+        a: int = 1
+        slot_mapping: list = field(default_factory=list)
+
+        def replace(self, **changes: Any) -> Any:
+            return ("mine", dataclasses.replace(self, **changes))
+
+    p = OnlyReplace(1, [2])
+    assert p.replace(a=3) == ("mine", OnlyReplace(3, [2]))
+    assert OnlyReplace.__replace__(p, a=5) == OnlyReplace(5, [2])
+    assert metakit.replace(p, a=4) == OnlyReplace(4, [2])
+
+
+def test_a_class_decorated_after_it_has_a_subclass_gets_the_rules_for_its_family():
+    # Not a leaf when dataclasses gives it __replace__: the one-step path is
+    # not taken, and rule 2 holds for the subclass's override.
+    class Late(ZeroCopy):
+        a: int
+
+    class Below(Late):
+        def __replace__(self, /, **changes: Any) -> Any:
+            return ("below's own", super().__replace__(**changes))
+
+    dataclass(Late)
+    # Below's override reaches Late's method through super(): it serves the instance's own class.
+    assert Late.__dict__["__replace__"] is ZeroCopy.__dict__["__replace__"]
+    assert Late(1).__replace__(a=3) == Late(3)
+    assert metakit.replace(Late(1), a=3) == Late(3)
+    own, made = Below(1).__replace__(a=2)
+    assert own == "below's own"
+    assert type(made) is Below
+    assert made.a == 2
+    assert metakit.replace(Below(1), a=2).a == 2  # the function form never calls an override
+
+
+def test_the_generic_replace_of_dataclasses_is_replaced_whenever_it_is_assigned():
+    import copy
+    import dataclasses
+
+    @dataclass(frozen=True)
+    class Frozen(ZeroCopy):
+        a: int
+        b: int = 0
+
+    assert Frozen(1).__replace__(b=4) == Frozen(1, 4)
+    generic = getattr(dataclasses, "_replace", None)
+    if generic is not None:  # 3.13 on: what dataclasses gives every dataclass, and copy.replace calls
+        assert copy.replace(Frozen(1), b=4) == Frozen(1, 4)
+        Frozen.__replace__ = generic  # type: ignore[method-assign]
+        assert Frozen.__dict__["__replace__"] is methods_of(Frozen).replace
+        assert copy.replace(Frozen(1), a=7) == Frozen(7, 0)
 
 
 def test_replace_on_what_is_not_a_dataclass_instance_raises_as_dataclasses_does():
