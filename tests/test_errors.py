@@ -7,10 +7,12 @@ function form alike; field names that cannot be written are refused when the cla
 """
 
 import dataclasses
-import functools
 import gc
 import linecache
+import re
 import sys
+import types
+import unicodedata
 from dataclasses import dataclass, field, make_dataclass
 
 import pytest
@@ -49,189 +51,368 @@ from tests.records import (
 )
 
 
-def test_generated_source_of_plain_dataclass_and_errors():
-    # README Command line: on a plain dataclass, generated_source is the code the function forms run
-    @dataclass
-    class P:
-        x: int = 0
-
-    assert "'x'" in metakit.generated_source(P)
-    with pytest.raises(TypeError):
-        metakit.generated_source(3)
-    with pytest.raises(TypeError):
-        metakit.generated_source(int)
-    with pytest.raises(TypeError):
-        metakit.generated_source(P())  # an instance is not a class
+def metakit_entries() -> set[str]:
+    return {name for name in linecache.cache.copy() if name.startswith("<metakit")}
 
 
-def test_generated_source_non_dataclass_zerocopy_class():
-    # DESIGN: non-dataclasses get a TypeError with a clear message
-    class N(ZeroCopy):
-        pass
+# --- generated_source of what is not a dataclass -------------------------------------
 
-    with pytest.raises(TypeError, match="not a dataclass"):
-        metakit.generated_source(N)
-
-
-BAD_SKIP = {
-    "int": lambda: 5,
-    "bool-true": lambda: True,
-    "bool-false": lambda: False,
-    "float": lambda: 1.5,
-    "str": lambda: "x",
-    "empty-str": lambda: "",
-    "str-subclass": lambda: type("S", (str,), {})("x"),
-    "bytes": lambda: b"ab",
-    "empty-bytes": lambda: b"",
-    "bytes-subclass": lambda: type("B", (bytes,), {})(b"x"),
-    "bytearray": lambda: bytearray(b"x"),
-    "memoryview": lambda: memoryview(b"x"),
-    "none-item": lambda: [None],
-    "none-after-valid": lambda: ["x", None],
-    "nested-list": lambda: [["x"]],
-    "nested-tuple": lambda: [("x",)],
-    "int-item": lambda: [1],
-    "set-of-int": lambda: {1, 2},
-    "frozenset-of-bytes": lambda: frozenset({b"x"}),
-    "range": lambda: range(3),
-    "object": object,
-    "ellipsis": lambda: ...,
-    "iter-raises-typeerror": type("It", (), {"__iter__": lambda self: (_ for _ in ()).throw(TypeError("x"))}),
-    "generator-of-int": lambda: _gen(1),
-    "generator-valid-then-int": lambda: _gen("x", 2),
-    "iterator-of-int": lambda: iter([3]),
+GENERATED_SOURCE_REFUSES = {
+    "int": (3, r"^expected a dataclass, but got 3, an instance of int, which is not a dataclass$"),
+    "none": (None, r"got None, an instance of NoneType, which is not a dataclass$"),
+    "str": ("Rec", r"got 'Rec', an instance of str, which is not a dataclass$"),
+    "function": (len, r"an instance of builtin_function_or_method, which is not a dataclass$"),
+    "module": (dataclasses, r"an instance of module, which is not a dataclass$"),
+    "generic alias": (Box[int], r"which is not a dataclass$"),
+    "plain class": (PlainNotDC, r"^PlainNotDC is not a dataclass$"),
+    "int class": (int, r"^int is not a dataclass$"),
+    "dict class": (dict, r"^dict is not a dataclass$"),
+    "type": (type, r"^type is not a dataclass$"),
+    "ZeroCopy": (ZeroCopy, r"^ZeroCopy is not a dataclass$"),
+    "zero-copy non-dataclass": (NotDC, r"^NotDC is not a dataclass$"),
+    "plain dataclass instance": (PlainPoint(), r"got an instance of PlainPoint; pass its class, PlainPoint$"),
+    "zero-copy instance": (three(), r"got an instance of Three; pass its class, Three$"),
 }
 
 
-@pytest.mark.parametrize("form", ["method", "function"])
-@pytest.mark.parametrize("name", sorted(BAD_SKIP))
-def test_bad_skip_fields_raise_skipfieldserror(name, form):
-    rec = Rec(1)
-    value = BAD_SKIP[name]()
-    if form == "method":
-        call = functools.partial(rec.asdict_zerocopy, skip_fields=value)
-    else:
-        call = functools.partial(metakit.asdict_zerocopy, rec, value)
-    with pytest.raises(SkipFieldsError) as info:
-        call()
-    assert isinstance(info.value, TypeError)
-    assert "skip_fields" in str(info.value)
+@pytest.mark.parametrize(("value", "message"), GENERATED_SOURCE_REFUSES.values(), ids=GENERATED_SOURCE_REFUSES.keys())
+def test_generated_source_of_anything_but_a_dataclass_raises_type_error_saying_what_it_is(value, message):
+    # DESIGN: non-dataclasses get a TypeError with a clear message; an instance is not a class
+    with pytest.raises(TypeError, match=message):
+        metakit.generated_source(value)
 
 
-@pytest.mark.parametrize("name", ["cv", "iv", "extra", "", "a b", "asdict_zerocopy", "__dict__", "X"])
-@pytest.mark.parametrize("form", ["method", "function"])
-def test_unknown_skip_name_valueerror_names_it_and_class(name, form):
-    rec = Rec(1)
-    if form == "method":
-        call = functools.partial(rec.asdict_zerocopy, {name})
-    else:
-        call = functools.partial(metakit.asdict_zerocopy, rec, [name])
-    with pytest.raises(ValueError, match="which is not a field of") as info:
-        call()
-    assert not isinstance(info.value, TypeError)
-    assert repr(name) in str(info.value)
-    assert "Rec" in str(info.value)
+# --- skip_fields that is not an iterable of str: SkipFieldsError --------------------
 
 
-def test_unknown_skip_name_in_generator_valueerror():
-    with pytest.raises(ValueError, match="'zz'"):
-        Rec(1).asdict_zerocopy(_gen("x", "zz"))
+class NotIterable:
+    pass
 
 
-def test_user_generator_raising_typeerror_stays_a_typeerror():
-    def gen():
-        yield "x"
-        raise TypeError("from the user's generator")
-
-    with pytest.raises(TypeError):
-        Rec(1).asdict_zerocopy(gen())
+class IterReturnsNonIterator:
+    def __iter__(self):
+        return 5
 
 
-def test_skip_fields_plain_dataclass_function_form_bad_input():
-    with pytest.raises(SkipFieldsError, match="skip_fields"):
-        metakit.asdict_zerocopy(PlainRec(1), 7)
-    with pytest.raises(ValueError, match=r"'nope'.*PlainRec"):
-        metakit.asdict_zerocopy(PlainRec(1), {"nope"})
+class IterRaisesTypeError:
+    def __iter__(self):
+        raise TypeError("x")
 
 
-@pytest.mark.parametrize("fn", ["asdict_zerocopy", "astuple_zerocopy"])
-@pytest.mark.parametrize("name", sorted(NON_DATACLASS_OBJECTS))
-def test_function_forms_on_non_dataclass(fn, name):
-    obj = NON_DATACLASS_OBJECTS[name]
-    with pytest.raises(TypeError) as info:
-        getattr(metakit, fn)(obj)
+class StrSub_skip_errors(str):
+    pass
+
+
+class BytesSub(bytes):
+    pass
+
+
+# Each maker takes the name of a field of the object, for the kinds that hold a valid name first.
+BAD_SKIP_FIELDS = {
+    "int": lambda f: 5,
+    "bool true": lambda f: True,
+    "bool false": lambda f: False,
+    "float": lambda f: 1.5,
+    "object": lambda f: object(),
+    "ellipsis": lambda f: ...,
+    "not iterable": lambda f: NotIterable(),
+    "__iter__ returns int": lambda f: IterReturnsNonIterator(),
+    "__iter__ raises TypeError": lambda f: IterRaisesTypeError(),
+    "str": lambda f: "x",
+    "str of a field": str,
+    "empty str": lambda f: "",
+    "str subclass": StrSub,
+    "other str subclass": lambda f: StrSub_skip_errors("a"),
+    "bytes": lambda f: b"ab",
+    "empty bytes": lambda f: b"",
+    "bytes subclass": lambda f: BytesSub(b"ab"),
+    "bytearray": lambda f: bytearray(b"ab"),
+    "memoryview": lambda f: memoryview(b"ab"),
+    "range": lambda f: range(3),
+    "list of list": lambda f: [[f]],
+    "list of tuple": lambda f: [(f,)],
+    "list of int": lambda f: [1],
+    "int after a field": lambda f: [f, 1],
+    "list of None": lambda f: [None],
+    "None after a field": lambda f: [f, None],
+    "list of bytes": lambda f: [f.encode()],
+    "list of bytearray": lambda f: [bytearray(f.encode())],
+    "tuple of set": lambda f: ({f},),
+    "set of int": lambda f: {1, 2},
+    "frozenset of bytes": lambda f: frozenset({b"x"}),
+    "dict values": lambda f: {"k": 1}.values(),
+    "dict with int keys": lambda f: {1: f},
+    "generator of ints": lambda f: (i for i in [1, 2]),
+    "generator, a field then an int": lambda f: _gen(f, 2),
+    "iterator of int": lambda f: iter([3]),
+}
+
+SKIP_FIELDS_OWNERS = [Rec(1), Meta(), PlainMeta(), AttnMeta(1, 2, 3, [4]), *OBJS]
+
+
+@pytest.mark.parametrize("make", BAD_SKIP_FIELDS.values(), ids=BAD_SKIP_FIELDS.keys())
+def test_bad_skip_fields_get_skip_fields_error(make):
+    # DESIGN: "`skip_fields` that is not an iterable of `str` gets a `TypeError` that names
+    # `skip_fields` (`5`, `True`, `b"ab"`, an item that is a list or an int); a `str` or `bytes` is
+    # refused." README: "(or a subclass of either, which would be read as a set of letters)" and
+    # "a bad `skip_fields` gets `metakit.SkipFieldsError`, a subclass of `TypeError`"
+    for obj in SKIP_FIELDS_OWNERS:
+        first = dataclasses.fields(obj)[0].name
+        for form, call in calls(obj):
+            with pytest.raises(SkipFieldsError) as info:
+                call(make(first))
+            assert isinstance(info.value, TypeError)
+            assert "skip_fields" in str(info.value), (type(obj).__name__, form, str(info.value))
+
+
+@dataclass
+class Two(ZeroCopy):
+    a: int = 1
+    b: int = 2
+
+
+@pytest.mark.parametrize(
+    ("skip", "message"),
+    [
+        (5, r"skip_fields must be an iterable of field names, not int 5"),
+        (True, r"skip_fields must be an iterable of field names, not bool True"),
+        ([["a"]], r"skip_fields must hold field names \(str\), not list \['a'\]"),
+        ([1], r"skip_fields must hold field names \(str\), not int 1"),
+        (b"a", r"skip_fields must be an iterable of field names, not the bytes b'a'"),
+        (bytearray(b"a"), r"skip_fields must hold field names \(str\), not int 97"),
+        ("ab", r"not the str 'ab'; write skip_fields=\{'ab'\}"),
+        ({"a": 1}.items(), r"skip_fields must hold field names \(str\), not tuple \('a', 1\)"),
+    ],
+    ids=["int", "bool", "list item", "int item", "bytes", "bytearray", "str", "items view"],
+)
+def test_bad_skip_fields_get_a_type_error_that_says_what_it_got(skip, message):
+    for call in (Two().asdict_zerocopy, lambda s: metakit.asdict_zerocopy(Two(), s)):
+        with pytest.raises(TypeError, match=message):
+            call(skip)
+
+
+class Name(str):
+    pass
+
+
+@pytest.mark.parametrize("text", ["b", "", "abc"])
+@pytest.mark.parametrize("kind", [str, Name], ids=["str", "str subclass"])
+@pytest.mark.parametrize("convert", ["method", "function"])
+def test_a_str_is_refused_even_when_it_or_each_of_its_letters_is_a_field(text, kind, convert):
+    # DESIGN: "a str or bytes is refused" even when every letter is a field name (Three's fields
+    # are a, b and c).  Regression: only ``type(skip_fields) is str`` was checked up front, so a
+    # str subclass whose letters were all fields dropped them silently.
+    obj = three()
+    asdict = obj.asdict_zerocopy if convert == "method" else lambda skip: metakit.asdict_zerocopy(obj, skip)
+    message = rf"^skip_fields must be an iterable of field names, not the {kind.__name__} {text!r}; "
+    with pytest.raises(SkipFieldsError, match=message):
+        asdict(kind(text))
+
+
+def test_an_iterable_that_raises_keeps_its_own_error():
+    # DESIGN: "Each must get the documented error ... never a silent wrong result": an iterable
+    # that fails half-way must not leave a half-skipped dict behind, and its own error (a TypeError
+    # too) is never replaced by a SkipFieldsError.
+    def gen(exc):
+        yield "is_prompt"
+        raise exc
+
+    for exc in (TypeError("the iterable's own problem"), RuntimeError("boom"), KeyError("k"), ValueError("v")):
+        for _form, call in _forms(Meta()):
+            with pytest.raises(type(exc)) as info:
+                call(gen(exc))
+            assert info.value is exc
+
+
+# --- a name that is not a field: ValueError naming it and the class ------------------
+
+UNKNOWN_NAMES = [
+    "nope",
+    "slot_mappin",
+    "X",
+    "",
+    "a b",
+    "cv",  # ClassVar and InitVar pseudo-fields are not fields
+    "iv",
+    "post",  # nor are attributes set in __post_init__
+    "extra",
+    "__init__",
+    "__dict__",
+    "asdict_zerocopy",  # nor methods
+    "astuple_zerocopy",
+]
+UNKNOWN_NAME_OWNERS = [Rec(1), three(), Meta(), PlainMeta(), PlainRec(1), *OBJS]
+
+
+@pytest.mark.parametrize("name", UNKNOWN_NAMES, ids=repr)
+def test_unknown_name_value_error(name):
+    # DESIGN: "A name that is not a field of the class raises ValueError naming it and the class."
+    for obj in UNKNOWN_NAME_OWNERS:
+        first = dataclasses.fields(obj)[0].name
+        for form, call in calls(obj):
+            for skip in ({name}, [first, name]):  # alone, and after a field
+                with pytest.raises(ValueError, match="which is not a field of") as info:
+                    call(skip)
+                message = str(info.value)
+                assert repr(name) in message, (form, message)
+                assert type(obj).__name__ in message, (form, message)
+                assert not isinstance(info.value, TypeError)
+
+
+UNKNOWN_IN = {
+    "list": lambda: ["slot_mappin"],
+    "tuple": lambda: ("is_prompt", "nope"),
+    "generator": lambda: (n for n in ["nope"]),
+    "generator after a field": lambda: _gen("is_prompt", "nope"),
+    "str subclass": lambda: [StrSub("nope")],
+    "post-init attribute": lambda: ["attn_bias"],
+    "method name": lambda: ["asdict_zerocopy"],
+}
+
+
+@pytest.mark.parametrize("make", UNKNOWN_IN.values(), ids=UNKNOWN_IN.keys())
+def test_unknown_name_is_a_value_error_naming_it_and_the_class(make):
+    # DESIGN: "A name that is not a field of the class raises `ValueError` naming it and the class."
+    bad = next(n for n in make() if n not in {"is_prompt", "slot_mapping", "wrapper"})
+    for obj in (Meta(), PlainMeta()):
+        for _form, call in calls(obj):
+            with pytest.raises(ValueError, match="which is not a field of") as info:
+                call(make())
+            assert repr(str(bad)) in str(info.value), str(info.value)
+            assert type(obj).__name__ in str(info.value), str(info.value)
+
+
+# --- what is not a dataclass, or a class where an instance belongs: TypeError -----------
+
+
+class NotADataclass(ZeroCopy):
+    pass
+
+
+@dataclass
+class _Parent(ZeroCopy):
+    x: int = 0
+
+
+class UndecoratedChild(_Parent):
+    pass
+
+
+@pytest.mark.parametrize(
+    "thing",
+    [*NON_DATACLASS_OBJECTS.values(), NotADataclass(), {"a": 1}, Box[int]],
+    ids=[*NON_DATACLASS_OBJECTS, "NotADataclass", "dict", "generic alias"],  # the same on every xdist worker
+)
+def test_non_dataclass_instances(thing):
+    # DESIGN: "Non-dataclasses get a `TypeError` with a clear message, whether the method or the
+    # function form is used." README API: "on a class that is not a dataclass they raise TypeError"
+    shown = re.escape(type(thing).__qualname__)
+    for fn in (metakit.asdict_zerocopy, metakit.astuple_zerocopy, ZeroCopy.asdict_zerocopy, ZeroCopy.astuple_zerocopy):
+        with pytest.raises(TypeError, match=rf"^{fn.__name__}\(\) takes a dataclass instance, but {shown} is not"):
+            fn(thing)
+    with pytest.raises(TypeError, match="not a dataclass") as info:
+        metakit.asdict_zerocopy(thing, skip_fields={"a"})
     assert not isinstance(info.value, SkipFieldsError)
-    assert "dataclass" in str(info.value)
-    assert type(obj).__name__ in str(info.value)
+    with pytest.raises(TypeError):
+        metakit.replace(thing)
+    if isinstance(thing, ZeroCopy):
+        for method in ("asdict_zerocopy", "astuple_zerocopy", "__replace__"):
+            with pytest.raises(TypeError, match=f"{shown} is not a dataclass"):
+                getattr(thing, method)()
+        with pytest.raises(TypeError, match=f"{shown} is not a dataclass"):
+            thing.asdict_zerocopy({"x"})
 
 
-@pytest.mark.parametrize("method", ["asdict_zerocopy", "astuple_zerocopy", "__replace__"])
-def test_methods_on_zerocopy_non_dataclass(method):
-    with pytest.raises(TypeError, match="NotDC is not a dataclass"):
-        getattr(NotDC(), method)()
+@pytest.mark.parametrize(
+    "thing",
+    [
+        Meta,
+        PlainMeta,
+        Three,
+        PlainPoint,
+        AttnMeta,
+        Rec_skip_errors,
+        PlainRec_skip_errors,
+        NotDC,
+        ZeroCopy,
+        NotADataclass,
+        UndecoratedChild,
+        int,
+        type,
+        ZeroCopyFields,
+    ],
+    ids=lambda t: t.__name__,
+)
+def test_classes_where_instances_belong(thing):
+    # DESIGN: "Non-dataclasses get a `TypeError` with a clear message, whether the method or the
+    # function form is used. So do classes passed where instances belong."
+    for fn in (metakit.asdict_zerocopy, metakit.astuple_zerocopy, ZeroCopy.asdict_zerocopy, ZeroCopy.astuple_zerocopy):
+        expected = rf"^{fn.__name__}\(\) takes a dataclass instance, but got the class {thing.__qualname__} itself$"
+        with pytest.raises(TypeError, match=expected):
+            fn(thing)
+    with pytest.raises(TypeError):
+        metakit.asdict_zerocopy(thing, skip_fields={"a"})
+    with pytest.raises(TypeError):
+        metakit.replace(thing)
+    with pytest.raises(TypeError, match="assert_zerocopy"):
+        metakit.testing.assert_zerocopy(thing)
 
 
-def test_methods_on_zerocopy_non_dataclass_with_skip_fields():
-    with pytest.raises(TypeError, match="NotDC"):
-        NotDC().asdict_zerocopy({"x"})
+def test_a_dataclass_subclassing_genericalias_is_refused_by_the_function_forms_as_dataclasses_refuses_it():
+    @dataclass
+    class Alias(types.GenericAlias):
+        origin: type
+        args: type
 
-
-GENSRC_BAD = {
-    "int": 3,
-    "none": None,
-    "str": "Rec",
-    "function": len,
-    "module": dataclasses,
-    "plain-class": PlainNotDC,
-    "zerocopy": ZeroCopy,
-    "zerocopy-non-dc": NotDC,
-    "type": type,
-}
-
-
-@pytest.mark.parametrize("name", sorted(GENSRC_BAD))
-def test_generated_source_of_non_dataclass(name):
-    with pytest.raises(TypeError) as info:
-        metakit.generated_source(GENSRC_BAD[name])
-    assert "dataclass" in str(info.value)
-
-
-def test_unexpected_class_keyword_is_a_typeerror_like_type():
-    with pytest.raises(TypeError) as ours:
-        type("X", (ZeroCopy,), {}, bogus=1)
-    with pytest.raises(TypeError) as theirs:
-        type("X", (), {}, bogus=1)
+    alias = Alias(list, int)
+    with pytest.raises(TypeError, match="must be called with a dataclass type or instance"):
+        dataclasses.asdict(alias)
+    with pytest.raises(TypeError, match=r"asdict_zerocopy\(\) takes a dataclass instance"):
+        metakit.asdict_zerocopy(alias)
+    with pytest.raises(TypeError, match=r"astuple_zerocopy\(\) takes a dataclass instance"):
+        metakit.astuple_zerocopy(alias)
+    with pytest.raises(Exception) as theirs:  # noqa: PT011  # what this Python's dataclasses.replace raises
+        dataclasses.replace(alias)
+    with pytest.raises(theirs.type) as ours:
+        metakit.replace(alias)
     assert str(ours.value) == str(theirs.value)
 
 
-def test_clearcache_then_class_death_raises_nothing(monkeypatch):
-    unraisable = []
-    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+def test_readme_error_messages_verbatim():
+    # README "Errors": the messages shown there
+    obj = Meta(True, [0, 1])
+    with pytest.raises(ValueError, match=r"^skip_fields names 'slot_mappin', which is not a field of Meta$"):
+        obj.asdict_zerocopy(skip_fields={"slot_mappin"})
+    with pytest.raises(
+        TypeError, match=r"^asdict_zerocopy\(\) takes a dataclass instance, but got the class Meta itself$"
+    ):
+        metakit.asdict_zerocopy(Meta)
+    with pytest.raises(
+        TypeError, match=r"^asdict_zerocopy\(\) takes a dataclass instance, but int is not a dataclass$"
+    ):
+        metakit.asdict_zerocopy(3)
+    with pytest.raises(metakit.SkipFieldsError, match=r"^skip_fields must be an iterable of field names, not int 5$"):
+        obj.asdict_zerocopy(skip_fields=5)
+    with pytest.raises(
+        metakit.SkipFieldsError, match=r"^skip_fields must hold field names \(str\), not list \['wrapper'\]$"
+    ):
+        obj.asdict_zerocopy(skip_fields=[["wrapper"]])
+    with pytest.raises(
+        metakit.SkipFieldsError,
+        match=r"^skip_fields must be an iterable of field names, not the str 'wrapper'; "
+        r"write skip_fields=\{'wrapper'\}$",
+    ):
+        obj.asdict_zerocopy(skip_fields="wrapper")
+    with pytest.raises(
+        TypeError, match=r"^expected a dataclass, but got 3, an instance of int, which is not a dataclass$"
+    ):
+        metakit.generated_source(3)
 
-    def make():
-        @dataclass
-        class Cleared(ZeroCopy):
-            a: int = 1
 
-        return Cleared
-
-    cls = make()
-    name = cls.asdict_zerocopy.__code__.co_filename
-    saved = {k: v for k, v in linecache.cache.copy().items() if k != name}
-    try:
-        linecache.clearcache()
-        del cls
-        gc.collect()
-        assert not unraisable
-        again = make()
-        assert again().asdict_zerocopy() == {"a": 1}
-        assert again.asdict_zerocopy.__code__.co_filename in linecache.cache
-        del again
-        gc.collect()
-        assert not unraisable
-    finally:
-        for key, value in saved.items():
-            linecache.cache.setdefault(key, value)
+def test_unknown_skip_fields_name_is_an_error_even_after_the_fields_are_gone():
+    obj = three()
+    with pytest.raises(ValueError, match="'d'"):
+        obj.asdict_zerocopy(["a", "b", "c", "wrapper", "d"])
 
 
 @pytest.mark.parametrize("name", INSTANCE_IDS)
@@ -247,91 +428,42 @@ def test_skip_non_field_names_raise_value_error(name):
         assert cls.__name__ in str(ei.value)
 
 
-def test_non_dataclass_zerocopy_methods_raise_type_error():
-    class NotDC(ZeroCopy):
-        pass
-
-    for call in (
-        lambda: NotDC().asdict_zerocopy(),
-        lambda: NotDC().astuple_zerocopy(),
-        lambda: metakit.asdict_zerocopy(NotDC()),
-        lambda: metakit.astuple_zerocopy(NotDC()),
-    ):
-        with pytest.raises(TypeError, match="NotDC"):
-            call()
-    with pytest.raises(TypeError):
-        metakit.replace(NotDC())
+# --- field names that cannot be written into source: refused at class creation ---------
 
 
-def test_generated_source_refuses_non_dataclasses():
-    for bad in (3, int, AttnMeta(1, 2, 3, [])):
-        if dataclasses.is_dataclass(bad) and not isinstance(bad, type):
-            # an instance: documented as "expected a dataclass" for non-dataclasses only
-            continue
-        with pytest.raises(TypeError):
-            metakit.generated_source(bad)
-
-
-def test_skip_fields_type_errors_name_skip_fields():
-    o = AttnMeta(1, 2, 3, [4])
-    for bad in (5, True, b"ab", "slot_mapping", [["a"]], [1]):
-        for call in (lambda b=bad: o.asdict_zerocopy(b), lambda b=bad: metakit.asdict_zerocopy(o, skip_fields=b)):
-            with pytest.raises(TypeError) as ei:
-                call()
-            assert isinstance(ei.value, metakit.SkipFieldsError)
-            assert "skip_fields" in str(ei.value)
-
-
-def test_function_forms_refuse_classes_and_non_dataclasses():
-    for fn in (metakit.asdict_zerocopy, metakit.astuple_zerocopy):
-        with pytest.raises(TypeError, match="AttnMeta"):
-            fn(AttnMeta)
-        with pytest.raises(TypeError, match="int"):
-            fn(3)
-        with pytest.raises(TypeError):
-            fn(Box[int])
-
-
-def test_frozen_inheritance_errors_unchanged():
-    @dataclass
-    class NotFrozen(ZeroCopy):
-        a: int = 0
-
-    @dataclass
-    class PlainNotFrozen:
-        a: int = 0
-
-    a = outcome(lambda: dataclass(frozen=True)(type("F", (PlainNotFrozen,), {})))
-    b = outcome(lambda: dataclass(frozen=True)(type("F", (NotFrozen,), {})))
-    assert a[0] == b[0] == "err"
-    assert a[1] is b[1]
-    assert a[2] == b[2]
-
-
-def test_missing_attribute_propagates_attribute_error():
-    @dataclass
-    class A(ZeroCopy):
-        x: int
-
-    a = A(1)
-    del a.x
-    for call in (
-        a.asdict_zerocopy,
-        a.astuple_zerocopy,
-        lambda: metakit.asdict_zerocopy(a),
-        lambda: metakit.astuple_zerocopy(a),
-    ):
-        with pytest.raises(AttributeError, match="'x'"):
-            call()
-
-
-def test_zerocopy_dispatcher_on_non_dataclass():
-    # DESIGN: "Non-dataclasses get a TypeError with a clear message"
-    for v in (3, None, object()):
-        with pytest.raises(TypeError, match="not a dataclass"):
-            ZeroCopy.asdict_zerocopy(v)
-        with pytest.raises(TypeError, match="not a dataclass"):
-            ZeroCopy.astuple_zerocopy(v)
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("not-ident", "it is not a Python identifier"),
+        ("a-b", "it is not a Python identifier"),
+        ("1x", "it is not a Python identifier"),
+        ("1abc", "it is not a Python identifier"),
+        ("a b", "it is not a Python identifier"),
+        ("not valid", "it is not a Python identifier"),
+        ("x.y", "it is not a Python identifier"),
+        ("a.b", "it is not a Python identifier"),
+        ("a;b", "it is not a Python identifier"),
+        ("", "it is not a Python identifier"),
+        ("class", "it is a Python keyword"),
+        ("None", "it is a Python keyword"),
+        ("lambda", "it is a Python keyword"),
+        ("__debug__", "Python reserves __debug__, which cannot be assigned or passed by keyword"),
+    ],
+)
+def test_a_field_name_that_cannot_be_written_raises_type_error_at_class_creation_saying_why(name, reason):
+    # README Limits: "A field name that is not an identifier (possible only by editing
+    # `__annotations__` by hand) raises `TypeError` when the class is created."  ``make_dataclass``
+    # refuses such names; a hand-written ``__annotations__`` does not.  ``init=False`` keeps the
+    # name out of ``__init__``'s signature.
+    namespace = {"__annotations__": {name: int}, name: field(default=0, init=False, repr=False, compare=False)}
+    cls = type("BadName", (ZeroCopy,), namespace)
+    before = metakit_entries()
+    with pytest.raises(TypeError) as error:
+        dataclass(cls)
+    assert str(error.value) == (
+        f"{__name__}.BadName has a field named {name!r}, which cannot be written into source: {reason}"
+    )
+    assert metakit_entries() <= before  # nothing registered for the refused class
 
 
 _BAD_NAMES = ["not-ident", "class", "1x", "\ufb01eld", "\u210cx", "__debug__", "", "a b", "x\n", "None", "True"]
@@ -386,277 +518,6 @@ def test_str_subclass_claiming_identifier_gets_type_error():
         dataclass(init=False, repr=False, eq=False)(_class_with_annotations("Liar", {_ClaimsIdentifier("a-b"): int}))
 
 
-@pytest.mark.parametrize("obj", OBJS, ids=lambda o: type(o).__name__)
-@pytest.mark.parametrize("name", ["nope", "cv", "iv", "post", "__init__", "asdict_zerocopy", ""])
-def test_unknown_name_value_error(obj, name):
-    # DESIGN: "A name that is not a field of the class raises ValueError naming it and the class."
-    # ClassVar / InitVar pseudo-fields and post-init attributes are not fields.
-    for _label, call in calls(obj):
-        with pytest.raises(ValueError, match="which is not a field of") as ei:
-            call({name})
-        msg = str(ei.value)
-        assert repr(name) in msg or name in msg
-        assert type(obj).__name__ in msg
-        assert not isinstance(ei.value, TypeError)
-
-
-class StrSub_skip_errors(str):
-    pass
-
-
-class BytesSub(bytes):
-    pass
-
-
-BAD = [
-    ("int", lambda: 5),
-    ("bool", lambda: True),
-    ("float", lambda: 1.5),
-    ("object", object),
-    ("str", lambda: "a"),
-    ("bytes", lambda: b"ab"),
-    ("str-sub", lambda: StrSub_skip_errors("a")),
-    ("bytes-sub", lambda: BytesSub(b"a")),
-    ("empty-str", lambda: ""),
-    ("item-list", lambda: [["a"]]),
-    ("item-int", lambda: [1]),
-    ("item-int-after-valid", lambda: ["a", 1]),
-    ("item-bytes", lambda: [b"a"]),
-    ("item-set", lambda: [{"a"}]),
-    ("item-none", lambda: [None]),
-    ("bytearray", lambda: bytearray(b"a")),
-    ("values-view", {"x": 1}.values),
-]
-
-
-@pytest.mark.parametrize("obj", OBJS, ids=lambda o: type(o).__name__)
-@pytest.mark.parametrize("kind", BAD, ids=lambda k: k[0])
-def test_bad_skip_fields_type_error_names_skip_fields(obj, kind):
-    # DESIGN: "skip_fields that is not an iterable of str gets a TypeError that names skip_fields (5, True,
-    # b"ab", an item that is a list or an int); a str or bytes is refused."
-    for _label, call in calls(obj):
-        with pytest.raises(TypeError, match="skip_fields"):
-            call(kind[1]())
-
-
-def test_str_that_is_also_valid_field_refused():
-    # DESIGN: "a str or bytes is refused" even when every letter is a field name
-    @dataclass
-    class L(ZeroCopy):
-        a: int = 1
-        b: int = 2
-
-    with pytest.raises(TypeError, match="skip_fields"):
-        L().asdict_zerocopy("ab")
-    with pytest.raises(TypeError, match="skip_fields"):
-        metakit.asdict_zerocopy(L(), "a")
-
-
-def test_non_dataclass_methods_raise():
-    # README API: "on a class that is not a dataclass they raise TypeError"
-    with pytest.raises(TypeError, match="NotDC"):
-        NotDC().asdict_zerocopy()
-    with pytest.raises(TypeError, match="NotDC"):
-        NotDC().astuple_zerocopy()
-    with pytest.raises(TypeError, match="NotDC"):
-        NotDC().asdict_zerocopy(skip_fields={"a"})
-
-
-class NotIterable:
-    pass
-
-
-class IterReturnsNonIterator:
-    def __iter__(self):
-        return 5
-
-
-BAD_SKIP_FIELDS = [
-    ("int", lambda: 5),
-    ("bool", lambda: True),
-    ("float", lambda: 1.5),
-    ("object", object),
-    ("not iterable", NotIterable),
-    ("__iter__ returns int", IterReturnsNonIterator),
-    ("str", lambda: "is_prompt"),
-    ("str subclass", lambda: StrSub("is_prompt")),
-    ("empty str", lambda: ""),
-    ("bytes", lambda: b"ab"),
-    ("bytes subclass", lambda: BytesSub(b"ab")),
-    ("bytearray", lambda: bytearray(b"ab")),
-    ("memoryview", lambda: memoryview(b"ab")),
-    ("list of list", lambda: [["is_prompt"]]),
-    ("list of int", lambda: [1]),
-    ("list with None", lambda: ["is_prompt", None]),
-    ("list of None", lambda: [None]),
-    ("list of bytes", lambda: [b"is_prompt"]),
-    ("list of bytearray", lambda: [bytearray(b"is_prompt")]),
-    ("tuple of set", lambda: ({"is_prompt"},)),
-    ("dict values", {"k": 1}.values),
-    ("generator of ints", lambda: (i for i in [1, 2])),
-    ("dict with int keys", lambda: {1: "is_prompt"}),
-]
-
-
-@pytest.mark.parametrize(("label", "make"), BAD_SKIP_FIELDS, ids=[b[0] for b in BAD_SKIP_FIELDS])
-@pytest.mark.parametrize("which", ["zerocopy", "plain"])
-def test_bad_skip_fields_get_skip_fields_error(label, make, which):
-    # DESIGN: "`skip_fields` that is not an iterable of `str` gets a `TypeError` that names
-    # `skip_fields` (`5`, `True`, `b"ab"`, an item that is a list or an int); a `str` or `bytes` is
-    # refused." README: "(or a subclass of either, which would be read as a set of letters)" and
-    # "a bad `skip_fields` gets `metakit.SkipFieldsError`, a subclass of `TypeError`"
-    obj = Meta() if which == "zerocopy" else PlainMeta()
-    forms = list(_forms(obj)) if which == "zerocopy" else list(_forms(obj))[2:]
-    for form, call in forms:
-        with pytest.raises(metakit.SkipFieldsError) as info:
-            call(make())
-        assert isinstance(info.value, TypeError)
-        assert "skip_fields" in str(info.value), (form, str(info.value))
-
-
-def test_generator_that_raises_is_not_swallowed():
-    # DESIGN: "Each must get the documented error ... never a silent wrong result": an iterable
-    # that fails half-way must not leave a half-skipped dict behind.
-    def gen(exc):
-        yield "is_prompt"
-        raise exc
-
-    for exc in (RuntimeError("boom"), KeyError("slot_mapping"), ValueError("v")):
-        for _form, call in _forms(Meta()):
-            with pytest.raises(type(exc)):
-                call(gen(exc))
-
-
-@pytest.mark.parametrize(
-    "skip",
-    [
-        ["slot_mappin"],
-        ("is_prompt", "nope"),
-        (n for n in ["nope"]),
-        [StrSub("nope")],
-        ["attn_bias"],
-        ["asdict_zerocopy"],
-    ],
-    ids=["list", "tuple", "generator", "str subclass", "post-init attribute", "method name"],
-)
-def test_unknown_name_is_a_value_error_naming_it_and_the_class(skip):
-    # DESIGN: "A name that is not a field of the class raises `ValueError` naming it and the class."
-    obj = Meta()
-    items = list(skip)
-    bad = next(n for n in items if n not in {"is_prompt", "slot_mapping", "wrapper"})
-    for _form, call in _forms(obj):
-        with pytest.raises(ValueError, match="which is not a field of") as info:
-            call(list(items))
-        assert repr(str(bad)) in str(info.value), str(info.value)
-        assert "Meta" in str(info.value), str(info.value)
-    with pytest.raises(ValueError, match="PlainMeta"):
-        metakit.asdict_zerocopy(PlainMeta(), skip_fields=[bad])
-
-
-def test_readme_error_messages_verbatim():
-    # README "Errors": the messages shown there
-    obj = Meta(True, [0, 1])
-    with pytest.raises(ValueError, match=r"^skip_fields names 'slot_mappin', which is not a field of Meta$"):
-        obj.asdict_zerocopy(skip_fields={"slot_mappin"})
-    with pytest.raises(
-        TypeError, match=r"^asdict_zerocopy\(\) takes a dataclass instance, but got the class Meta itself$"
-    ):
-        metakit.asdict_zerocopy(Meta)
-    with pytest.raises(
-        TypeError, match=r"^asdict_zerocopy\(\) takes a dataclass instance, but int is not a dataclass$"
-    ):
-        metakit.asdict_zerocopy(3)
-    with pytest.raises(metakit.SkipFieldsError, match=r"^skip_fields must be an iterable of field names, not int 5$"):
-        obj.asdict_zerocopy(skip_fields=5)
-    with pytest.raises(
-        metakit.SkipFieldsError, match=r"^skip_fields must hold field names \(str\), not list \['wrapper'\]$"
-    ):
-        obj.asdict_zerocopy(skip_fields=[["wrapper"]])
-    with pytest.raises(
-        metakit.SkipFieldsError,
-        match=r"^skip_fields must be an iterable of field names, not the str 'wrapper'; "
-        r"write skip_fields=\{'wrapper'\}$",
-    ):
-        obj.asdict_zerocopy(skip_fields="wrapper")
-    with pytest.raises(
-        TypeError, match=r"^expected a dataclass, but got 3, an instance of int, which is not a dataclass$"
-    ):
-        metakit.generated_source(3)
-
-
-class NotADataclass(ZeroCopy):
-    pass
-
-
-@dataclass
-class _Parent(ZeroCopy):
-    x: int = 0
-
-
-class UndecoratedChild(_Parent):
-    pass
-
-
-@pytest.mark.parametrize(
-    "thing",
-    [
-        Meta,
-        PlainMeta,
-        Rec_skip_errors,
-        PlainRec_skip_errors,
-        NotDC,
-        ZeroCopy,
-        NotADataclass,
-        UndecoratedChild,
-        int,
-        type,
-        ZeroCopyFields,
-    ],
-    ids=lambda t: t.__name__,
-)
-def test_classes_where_instances_belong(thing):
-    # DESIGN: "Non-dataclasses get a `TypeError` with a clear message, whether the method or the
-    # function form is used. So do classes passed where instances belong."
-    for fn, name in ((metakit.asdict_zerocopy, "asdict_zerocopy"), (metakit.astuple_zerocopy, "astuple_zerocopy")):
-        with pytest.raises(TypeError) as info:
-            fn(thing)
-        assert name in str(info.value), str(info.value)
-        assert thing.__name__ in str(info.value), str(info.value)
-        assert "itself" in str(info.value) or "class" in str(info.value)
-    with pytest.raises(TypeError):
-        metakit.asdict_zerocopy(thing, skip_fields={"a"})
-    with pytest.raises(TypeError):
-        metakit.replace(thing)
-    with pytest.raises(TypeError, match="assert_zerocopy"):
-        metakit.testing.assert_zerocopy(thing)
-    # the class-level methods of ZeroCopy itself, called with a class
-    for method in ("asdict_zerocopy", "astuple_zerocopy"):
-        with pytest.raises(TypeError) as info:
-            getattr(ZeroCopy, method)(thing)
-        assert thing.__name__ in str(info.value)
-
-
-@pytest.mark.parametrize(
-    "thing",
-    [3, None, "text", NotADataclass(), object(), [1], {"a": 1}],
-    ids=lambda thing: type(thing).__name__,  # the same on every xdist worker, unlike repr
-)
-def test_non_dataclass_instances(thing):
-    # DESIGN: "Non-dataclasses get a `TypeError` with a clear message, whether the method or the
-    # function form is used."
-    for fn in (metakit.asdict_zerocopy, metakit.astuple_zerocopy):
-        with pytest.raises(TypeError, match="not a dataclass"):
-            fn(thing)
-    with pytest.raises(TypeError):
-        metakit.replace(thing)
-    with pytest.raises(TypeError, match="not a dataclass"):
-        metakit.generated_source(thing)
-    if isinstance(thing, ZeroCopy):
-        for method in ("asdict_zerocopy", "astuple_zerocopy", "__replace__"):
-            with pytest.raises(TypeError, match="NotADataclass is not a dataclass"):
-                getattr(thing, method)()
-
-
 @pytest.mark.parametrize("name", ["\ufb01", "\u210c", "A\u030a", "\u2167", "__debug__", "ﬀ_x"])
 def test_names_that_the_parser_reads_otherwise_are_refused_or_right(name):
     # README: "source that holds only field names (checked as identifiers, in the NFKC form the
@@ -675,14 +536,15 @@ def test_names_that_the_parser_reads_otherwise_are_refused_or_right(name):
     assert repr(name) in message or name in message, message
 
 
-@pytest.mark.parametrize("name", ["not valid", "1abc", "a-b", "", "a.b", "class", "None", "lambda"])
-def test_non_identifier_names_raise_type_error_at_creation(name):
-    # README Limits: "A field name that is not an identifier (possible only by editing
-    # `__annotations__` by hand) raises `TypeError` when the class is created."
-    ns = {"__annotations__": {name: int}, name: 1, "__module__": __name__}
-    with pytest.raises(TypeError) as info:
-        dataclass(type("BadName", (ZeroCopy,), ns))
-    assert repr(name) in str(info.value) or "identifier" in str(info.value) or "keyword" in str(info.value)
+@pytest.mark.parametrize(
+    "name", ["\ufb01", "e\u0301", "\u2160"], ids=["fi ligature", "decomposed e-acute", "roman one"]
+)
+def test_name_that_is_not_in_nfkc_form_is_rejected(name):
+    # The parser reads identifiers in NFKC form: ``self.ﬁ`` would read ``self.fi``.
+    assert name.isidentifier()
+    read = unicodedata.normalize("NFKC", name)
+    with pytest.raises(TypeError, match=re.escape(f"in NFKC form, so it would read {read!r}")):
+        make_dataclass("Ligature", [name], bases=(ZeroCopy,))
 
 
 @pytest.mark.parametrize("name", ["class", "def", "None", "True", "import", "not valid", "1x"])
@@ -694,74 +556,75 @@ def test_make_dataclass_refusals_are_unchanged(name):
     assert plain[1:] == ours[1:]
 
 
-@pytest.mark.parametrize("convert", ["method", "function"])
-def test_unknown_skip_fields_name_raises_value_error_naming_it_and_the_class(convert):
-    obj = three()
-    asdict = obj.asdict_zerocopy if convert == "method" else lambda skip: metakit.asdict_zerocopy(obj, skip)
-    with pytest.raises(ValueError, match=r"'slot_mappin'.*Three"):
-        asdict(["a", "slot_mappin"])
-    with pytest.raises(ValueError, match="'astuple_zerocopy'"):
-        asdict({"astuple_zerocopy"})  # an attribute, not a field
+# --- other errors are those of dataclasses and Python, unchanged ------------------------
 
 
-def test_unknown_skip_fields_name_is_an_error_even_after_the_fields_are_gone():
-    obj = three()
-    with pytest.raises(ValueError, match="'d'"):
-        obj.asdict_zerocopy(["a", "b", "c", "wrapper", "d"])
+def test_unexpected_class_keyword_is_a_typeerror_like_type():
+    with pytest.raises(TypeError) as ours:
+        type("X", (ZeroCopy,), {}, bogus=1)
+    with pytest.raises(TypeError) as theirs:
+        type("X", (), {}, bogus=1)
+    assert str(ours.value) == str(theirs.value)
 
 
-@pytest.mark.parametrize("text", ["b", "", "abc"])
-@pytest.mark.parametrize("convert", ["method", "function"])
-def test_skip_fields_given_as_a_str_raises_type_error(text, convert):
-    obj = three()
-    asdict = obj.asdict_zerocopy if convert == "method" else lambda skip: metakit.asdict_zerocopy(obj, skip)
-    with pytest.raises(TypeError, match="skip_fields"):
-        asdict(text)
+def test_frozen_inheritance_errors_unchanged():
+    @dataclass
+    class NotFrozen(ZeroCopy):
+        a: int = 0
+
+    @dataclass
+    class PlainNotFrozen:
+        a: int = 0
+
+    a = outcome(lambda: dataclass(frozen=True)(type("F", (PlainNotFrozen,), {})))
+    b = outcome(lambda: dataclass(frozen=True)(type("F", (NotFrozen,), {})))
+    assert a[0] == b[0] == "err"
+    assert a[1] is b[1]
+    assert a[2] == b[2]
 
 
-def test_str_subclass_is_refused_even_when_each_of_its_letters_is_a_field():
-    # Regression: only ``type(skip_fields) is str`` was checked up front, so
-    # a str subclass whose letters were all fields dropped them silently.
-    class Name(str):
-        pass
+def test_missing_attribute_propagates_attribute_error():
+    @dataclass
+    class A(ZeroCopy):
+        x: int
 
-    obj = three()
-    with pytest.raises(TypeError, match=r"skip_fields must be an iterable of field names, not the .*Name 'ab'"):
-        obj.asdict_zerocopy(Name("ab"))
-
-
-def test_method_on_a_zero_copy_class_that_is_not_a_dataclass_raises_type_error():
-    with pytest.raises(TypeError, match="NotADataclass is not a dataclass"):
-        NotADataclass().asdict_zerocopy()
-    with pytest.raises(TypeError, match="NotADataclass is not a dataclass"):
-        NotADataclass().astuple_zerocopy()
-
-
-@pytest.mark.parametrize("value", [3, "text", object(), NotADataclass(), [1, 2]], ids=lambda v: type(v).__name__)
-@pytest.mark.parametrize("function", [metakit.asdict_zerocopy, metakit.astuple_zerocopy])
-def test_function_forms_on_a_non_dataclass_raise_type_error(value, function):
-    with pytest.raises(TypeError, match=f"{function.__name__}.*{type(value).__qualname__} is not a dataclass"):
-        function(value)
+    a = A(1)
+    del a.x
+    for call in (
+        a.asdict_zerocopy,
+        a.astuple_zerocopy,
+        lambda: metakit.asdict_zerocopy(a),
+        lambda: metakit.astuple_zerocopy(a),
+    ):
+        with pytest.raises(AttributeError, match="'x'"):
+            call()
 
 
-@pytest.mark.parametrize("cls", [Three, PlainPoint, NotADataclass])
-@pytest.mark.parametrize("function", [metakit.asdict_zerocopy, metakit.astuple_zerocopy])
-def test_function_forms_on_a_class_raise_type_error(cls, function):
-    with pytest.raises(TypeError, match=f"got the class {cls.__qualname__} itself"):
-        function(cls)
+def test_clearcache_then_class_death_raises_nothing(monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
 
+    def make():
+        @dataclass
+        class Cleared(ZeroCopy):
+            a: int = 1
 
-def test_base_method_called_with_a_class_raises_type_error():
-    with pytest.raises(TypeError, match="got the class Three itself"):
-        ZeroCopy.asdict_zerocopy(Three)
+        return Cleared
 
-
-@pytest.mark.parametrize(
-    "value",
-    [NotADataclass, int, 3, PlainPoint(), three()],
-    ids=["non-dataclass class", "int class", "int", "plain dataclass instance", "zero-copy instance"],
-)
-def test_generated_source_of_anything_but_a_dataclass_raises_type_error(value):
-    shown = value if isinstance(value, type) else type(value)
-    with pytest.raises(TypeError, match=rf"\b{shown.__qualname__}\b"):
-        metakit.generated_source(value)
+    cls = make()
+    name = cls.asdict_zerocopy.__code__.co_filename
+    saved = {k: v for k, v in linecache.cache.copy().items() if k != name}
+    try:
+        linecache.clearcache()
+        del cls
+        gc.collect()
+        assert not unraisable
+        again = make()
+        assert again().asdict_zerocopy() == {"a": 1}
+        assert again.asdict_zerocopy.__code__.co_filename in linecache.cache
+        del again
+        gc.collect()
+        assert not unraisable
+    finally:
+        for key, value in saved.items():
+            linecache.cache.setdefault(key, value)
