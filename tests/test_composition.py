@@ -10,7 +10,7 @@ import dataclasses
 import sys
 import typing
 from dataclasses import KW_ONLY, dataclass, field, make_dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pytest
 
@@ -625,6 +625,53 @@ def test_metaclass_after_zerocopyfields_sees_its_setattr(zc_base):
         assert ("After", "set", key) in log, key
     assert Y().asdict_zerocopy() == {"a": 1}
     assert_converts(Y(object()))
+
+
+def recording(label: str, log: list[tuple[str, str]]) -> type:
+    def __setattr__(cls: type, name: str, value: Any) -> None:
+        log.append((label, name))
+        super(meta, cls).__setattr__(name, value)  # type: ignore[misc]
+
+    meta = type(label, (type,), {"__setattr__": __setattr__})
+    return meta
+
+
+def test_setattr_of_a_metaclass_before_zero_copy_fields_in_the_mro_runs():
+    log: list[tuple[str, str]] = []
+    A, B = recording("A", log), recording("B", log)
+
+    class M(A, ZeroCopyFields, B):  # type: ignore[misc, valid-type]
+        pass
+
+    @dataclass
+    class C(metaclass=M):
+        x: int
+
+    assert [label for label, name in log if name == "__dataclass_fields__"] == ["A", "B"]
+    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
+
+
+def test_delattr_of_every_metaclass_in_a_combination_runs():
+    log: list[str] = []
+
+    class Watch(type):
+        def __delattr__(cls, name: str) -> None:
+            log.append(name)
+            super().__delattr__(name)
+
+    class M(ZeroCopyFields, Watch):
+        pass
+
+    @dataclass
+    class C(metaclass=M):
+        x: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return {}
+
+    del C.asdict_zerocopy
+    assert log == ["asdict_zerocopy"]
+    assert C(1).asdict_zerocopy() == {"x": 1}  # type: ignore[attr-defined]
 
 
 def test_metaclass_with_new_and_kwargs():

@@ -15,13 +15,17 @@ import copy
 import dataclasses
 import enum
 import functools
+import gc
 import inspect
+import linecache
 import pickle
 import subprocess
 import sys
 import textwrap
+import types
 import typing
 import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import KW_ONLY, InitVar, dataclass, field, fields, make_dataclass
 from typing import Any, ClassVar
 
@@ -394,7 +398,7 @@ def test_one_shot_iterable_with_unhashable_item(name, form):
         call = functools.partial(rec.asdict_zerocopy, value)
     else:
         call = functools.partial(metakit.asdict_zerocopy, rec, skip_fields=value)
-    with pytest.raises(SkipFieldsError, match="skip_fields"):
+    with pytest.raises(SkipFieldsError, match=r"^skip_fields must hold field names \(str\), not (list|set) "):
         call()
 
 
@@ -636,6 +640,18 @@ def test_field_named_like_methods_function_forms():
     assert metakit.replace(o, replace=4) == MethodNamesMeta(1, 2, 4)
 
 
+@pytest.mark.parametrize("name", ["__metakit__", "STATE", "_metakit", "metakit"])
+def test_a_field_with_a_name_like_metakits_state_works_with_the_function_forms(name):
+    Plain = make_dataclass("Plain", [(name, int, field(default=5))])
+    obj = Plain()
+    assert metakit.asdict_zerocopy(obj) == {name: 5}
+    assert metakit.astuple_zerocopy(obj) == (5,)
+    assert metakit.replace(obj, **{name: 6}) == Plain(6)
+    Ours = make_dataclass("Ours", [(name, int, field(default=5))], bases=(ZeroCopy,))
+    assert Ours().asdict_zerocopy() == {name: 5}
+    assert metakit.asdict_zerocopy(Ours()) == {name: 5}
+
+
 def test_hundreds_of_fields():
     o = WideMeta(*range(300))
     assert list(o.asdict_zerocopy()) == WIDE_NAMES
@@ -699,19 +715,56 @@ def test_field_redefined_as_classvar_or_initvar_in_subclass():
     assert_replace_like_dataclasses(IV(), x=9)
 
 
-def test_plain_function_forms_follow_fields_after_class_becomes_dataclass():
+def test_function_forms_on_an_undecorated_subclass_follow_it_when_it_becomes_a_dataclass():
     @dataclass
-    class P:
+    class Plain:
         a: int = 1
 
-    class Q(P):
-        b: int = 2
+    class Sub(Plain):
+        b: int = 2  # annotated, but not a field until the decorator runs
 
-    assert metakit.asdict_zerocopy(Q()) == {"a": 1}
-    dataclass(Q)
-    assert [f.name for f in dataclasses.fields(Q)] == ["a", "b"]
-    assert metakit.asdict_zerocopy(Q()) == {"a": 1, "b": 2}
-    assert metakit.astuple_zerocopy(Q()) == (1, 2)
+    before = Sub()
+    assert metakit.asdict_zerocopy(before) == {"a": 1}
+    assert metakit.astuple_zerocopy(before) == (1,)
+    assert "'b'" not in metakit.generated_source(Sub)
+
+    dataclass(Sub)  # decorates the class in place: new fields, no new class
+    assert [f.name for f in dataclasses.fields(Sub)] == ["a", "b"]
+
+    after = Sub(5, 6)
+    assert metakit.asdict_zerocopy(after) == {"a": 5, "b": 6}
+    assert metakit.astuple_zerocopy(after) == (5, 6)
+    assert metakit.replace(after, b=7) == Sub(5, 7)
+    assert "'b'" in metakit.generated_source(Sub)
+    metakit.testing.assert_zerocopy(after)
+
+
+def test_function_forms_of_a_plain_dataclass_are_made_once_while_it_stays_the_same():
+    @dataclass
+    class MadeOnce:
+        a: int
+
+    def made() -> tuple[set[str], int]:
+        """The linecache entries of MadeOnce's generated code, and how many generated functions of it live."""
+        gc.collect()
+        entries = {name for name in linecache.cache.copy() if name.startswith("<metakit") and "MadeOnce" in name}
+        functions = [
+            o
+            for o in gc.get_objects()
+            if isinstance(o, types.FunctionType)
+            and o.__code__.co_filename.startswith("<metakit")
+            and o.__qualname__ == f"{MadeOnce.__qualname__}.asdict_zerocopy"
+        ]
+        return entries, len(functions)
+
+    assert metakit.asdict_zerocopy(MadeOnce(1)) == {"a": 1}
+    first = made()
+    assert first[0]
+    assert first[1] >= 1
+    for i in range(5):
+        assert metakit.asdict_zerocopy(MadeOnce(i)) == {"a": i}
+        assert metakit.astuple_zerocopy(MadeOnce(i)) == (i,)
+    assert made() == first  # one look at its fields per call, no new code
 
 
 def test_plain_slots_and_omit_function_form():
@@ -1352,6 +1405,47 @@ def test_annotations_are_never_evaluated():
     assert "cv" not in metakit.generated_source(Lazy)
 
 
+_DEFERRED_SOURCE = """
+from dataclasses import dataclass, field
+from metakit import OMIT, ZeroCopy
+
+@dataclass
+class Deferred(ZeroCopy):
+    first: counted() = 0
+    defined_later: Later = None
+    omitted: counted() = field(default=None, metadata=OMIT)
+
+class Later:
+    pass
+"""
+
+
+def test_no_entry_point_evaluates_a_classs_annotations():
+    # DESIGN: classes never have their annotations evaluated.  The source has
+    # no ``from __future__ import annotations``: before 3.14 the class body
+    # evaluates ``counted()`` itself and ``Later`` must be defined before it;
+    # from 3.14 on (PEP 649/749) only dataclasses reads the annotations, once,
+    # the way it reads them, and metakit never reads them again.
+    evaluations = []
+    namespace: dict[str, Any] = {"__name__": __name__, "counted": lambda: evaluations.append(1) or int}
+    source = _DEFERRED_SOURCE
+    if sys.version_info < (3, 14):
+        source = source.replace("defined_later: Later", "defined_later: object")
+    exec(compile(source, "<deferred>", "exec", dont_inherit=True), namespace)
+    Deferred = namespace["Deferred"]
+    after_creation = len(evaluations)
+    assert after_creation >= 1  # the annotations were read by someone: the counter works
+    obj = Deferred()
+    assert obj.asdict_zerocopy() == {"first": 0, "defined_later": None}
+    assert metakit.asdict_zerocopy(obj) == {"first": 0, "defined_later": None}
+    assert obj.astuple_zerocopy() == (0, None)
+    assert metakit.replace(obj, first=1).first == 1
+    assert "'first': self.first," in metakit.generated_source(Deferred)
+    metakit.testing.assert_zerocopy(obj)
+    metakit.testing.assert_zerocopy_class(Deferred)
+    assert len(evaluations) == after_creation
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(spec=shape_specs, options=class_options, names=st.permutations(NAME_POOL))
 def test_classes_of_one_shape_under_other_names_convert_their_own_fields(spec, options, names):
@@ -1805,6 +1899,51 @@ def test_merged_omit_metadata_keeps_the_other_entries():
 def test_omit_is_read_only():
     with pytest.raises(TypeError):
         OMIT["metakit.omit"] = False
+
+
+class OnlyGetitem:
+    """Field metadata as CPython's test_field_metadata_custom_mapping writes it: no ``get``."""
+
+    def __init__(self, **entries: object) -> None:
+        self.__dict__.update(entries)
+
+    def __getitem__(self, key: str) -> object:
+        return getattr(self, key)  # an AttributeError, not a KeyError, for a key it lacks
+
+    def __len__(self) -> int:
+        return len(self.__dict__)
+
+
+@pytest.mark.parametrize("base", [(), (ZeroCopy,)], ids=["plain", "ZeroCopy"])
+def test_field_metadata_with_only_getitem_is_accepted(base):
+    C = make_dataclass("C", [("x", int, field(metadata=OnlyGetitem(doc="x")))], bases=base)
+    c = C(1)
+    assert metakit.asdict_zerocopy(c) == {"x": 1}
+    assert metakit.astuple_zerocopy(c) == (1,)
+    assert metakit.replace(c, x=2) == C(2)
+    assert dataclasses.fields(C)[0].metadata["doc"] == "x"
+
+
+class RaisingMapping(Mapping[str, object]):
+    """A Mapping whose ``__getitem__`` raises a ``ValueError`` for a key it lacks."""
+
+    def __getitem__(self, key: str) -> object:
+        if key == "doc":
+            return "d"
+        raise ValueError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["doc"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+@pytest.mark.parametrize("base", [(), (ZeroCopy,)], ids=["plain", "ZeroCopy"])
+def test_a_metadata_mapping_that_raises_other_than_keyerror_is_accepted(base):
+    C = make_dataclass("C", [("x", int, field(metadata=RaisingMapping())), "y"], bases=base)
+    assert metakit.asdict_zerocopy(C(1, 2)) == {"x": 1, "y": 2}
+    assert metakit.testing.assert_zerocopy(C(1, 2)) is None
 
 
 def test_unresolvable_string_annotations_are_never_evaluated():

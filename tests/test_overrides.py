@@ -147,7 +147,13 @@ def test_del_gives_own_generated_back_never_a_base():
     del Leaf.asdict_zerocopy
     # its own generated method: Leaf's fields, not Mid's or Root's
     assert Leaf().asdict_zerocopy() == {"a": 1, "b": 2, "c": 3}
+    own = vars(Leaf)["asdict_zerocopy"]
+    assert is_generated_code(own)
+    assert own.__qualname__ == f"{Leaf.__qualname__}.asdict_zerocopy"
     assert Leaf().astuple_zerocopy() == (1, 2, 3)
+    del Leaf.astuple_zerocopy  # a generated method deleted: given back at once
+    assert Leaf().astuple_zerocopy() == (1, 2, 3)
+    assert vars(Leaf)["astuple_zerocopy"].__qualname__ == f"{Leaf.__qualname__}.astuple_zerocopy"
     Mid.asdict_zerocopy = ov
     Leaf.asdict_zerocopy = ov
     del Leaf.asdict_zerocopy
@@ -241,6 +247,205 @@ def test_non_function_overrides(name, when):
         del K.asdict_zerocopy
         assert K().asdict_zerocopy() == {"a": 1, "b": 2}
         assert KSub().asdict_zerocopy() == {"a": 1, "b": 2, "c": 3}
+
+
+def is_generated_code(function: Any) -> bool:
+    """Whether *function* is metakit's generated code: its source is registered under a ``<metakit ...>`` name."""
+    return function.__code__.co_filename.startswith("<metakit")
+
+
+def test_super_astuple_inside_an_asdict_override_serves_the_instances_class():
+    @dataclass
+    class Base(ZeroCopy):
+        a: int
+
+    @dataclass
+    class Mid(Base):
+        b: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return {"tuple": super().astuple_zerocopy(), "dict": super().asdict_zerocopy(skip_fields)}
+
+    @dataclass
+    class Bottom(Mid):
+        c: int
+
+    assert Mid(1, 2).asdict_zerocopy() == {"tuple": (1, 2), "dict": {"a": 1, "b": 2}}
+    assert Bottom(1, 2, 3).asdict_zerocopy() == {"tuple": (1, 2, 3), "dict": {"a": 1, "b": 2, "c": 3}}
+
+
+def test_base_method_patched_after_a_subclass_exists_is_inherited_like_one_in_the_body():
+    @dataclass
+    class Root(ZeroCopy):
+        a: int
+
+    @dataclass
+    class Leaf(Root):
+        b: int
+
+    def patched(self: Any, skip_fields: Any = None) -> dict[str, Any]:
+        return {"patched": True, **ZeroCopy.asdict_zerocopy(self, skip_fields)}
+
+    Root.asdict_zerocopy = patched  # type: ignore[method-assign]
+    assert Leaf(1, 2).asdict_zerocopy() == {"patched": True, "a": 1, "b": 2}
+    assert Root(1).asdict_zerocopy() == {"patched": True, "a": 1}
+    del Root.asdict_zerocopy
+    assert Leaf(1, 2).asdict_zerocopy() == {"a": 1, "b": 2}
+    assert Root(1).asdict_zerocopy() == {"a": 1}
+
+
+def test_override_above_an_undecorated_class_holding_a_generated_function_does_not_crash():
+    @dataclass
+    class A(ZeroCopy):
+        x: int
+
+    generated_for_a = A.asdict_zerocopy
+
+    class B(A):
+        asdict_zerocopy = generated_for_a
+
+    @dataclass
+    class C(B):
+        y: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return super().asdict_zerocopy(skip_fields)
+
+    # B's method is the user's (issue 24: a method written in a class body is
+    # never replaced, whatever it is): C's super() reaches it, and it runs as
+    # written, A's generated code, which returns A's fields.
+    assert B.__dict__["asdict_zerocopy"] is generated_for_a
+    assert C(1, 2).asdict_zerocopy() == {"x": 1}
+    assert B(1).asdict_zerocopy() == {"x": 1}
+
+
+def test_override_above_a_plain_mixin_holding_a_generated_function_serves_the_instance():
+    @dataclass
+    class A(ZeroCopy):
+        x: int
+
+    class Mixin:
+        asdict_zerocopy = A.asdict_zerocopy
+
+    @dataclass
+    class C(A):
+        y: int
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> Any:
+            return super().asdict_zerocopy(skip_fields)
+
+    @dataclass
+    class D(C, Mixin):
+        z: int
+
+    assert D(1, 2, 3).asdict_zerocopy() == {"x": 1, "y": 2, "z": 3}
+
+
+def test_a_generated_method_written_in_a_subclass_body_is_the_users_and_kept():
+    @dataclass
+    class Base(ZeroCopy):
+        x: int
+
+    generated_for_base = Base.asdict_zerocopy
+
+    @dataclass
+    class Sub(Base):
+        y: int
+        asdict_zerocopy = generated_for_base  # type: ignore[assignment]
+
+    assert Sub.__dict__["asdict_zerocopy"] is generated_for_base
+    assert Sub(1, 2).asdict_zerocopy() == {"x": 1}  # the user's choice, run as written
+    assert Sub(1, 2).astuple_zerocopy() == (1, 2)  # the other names: Sub's own generated methods
+    assert metakit.asdict_zerocopy(Sub(1, 2)) == {"x": 1, "y": 2}  # the function form: always the fields
+
+
+def test_a_generated_method_assigned_to_another_class_is_the_users_and_kept():
+    @dataclass
+    class Base(ZeroCopy):
+        x: int
+
+    @dataclass
+    class Sub(Base):
+        y: int
+
+    generated_for_base = vars(Base)["astuple_zerocopy"]
+    Sub.astuple_zerocopy = generated_for_base  # type: ignore[method-assign]
+    assert Sub.__dict__["astuple_zerocopy"] is generated_for_base
+    assert Sub(1, 2).astuple_zerocopy() == (1,)
+    del Sub.astuple_zerocopy
+    assert Sub(1, 2).astuple_zerocopy() == (1, 2)  # its own generated method back (rule 3)
+
+
+class _Hostile:
+    """A callable class attribute that refuses to be compared."""
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("metakit compared a user's value with ==")
+
+    __hash__ = object.__hash__
+
+    def __call__(self, *args: object) -> str:
+        return "the user's"
+
+
+def test_a_users_value_that_refuses_comparison_is_inherited_untouched():
+    class Base(ZeroCopy):
+        asdict_zerocopy = _Hostile()
+
+    @dataclass
+    class Record(Base):
+        x: int
+
+    assert "asdict_zerocopy" not in Record.__dict__  # rule 1: the inherited user's value stays in front
+    assert Record(1).asdict_zerocopy() == "the user's"
+    assert Record(1).astuple_zerocopy() == (1,)
+    assert metakit.asdict_zerocopy(Record(1)) == {"x": 1}
+
+
+@pytest.mark.parametrize("name", ["asdict_zerocopy", "astuple_zerocopy", "__replace__"])
+def test_a_users_method_on_zerocopy_itself_is_inherited_until_it_goes(name):
+    # The usual class (whose only base is ZeroCopy) is placed from what
+    # metakit noted of ZeroCopy's methods: a user's there must be seen.
+    dispatcher = ZeroCopy.__dict__[name]
+
+    def users(self: Any, *args: Any, **kwargs: Any) -> str:
+        return "the user's"
+
+    setattr(ZeroCopy, name, users)
+    try:
+
+        @dataclass
+        class Made(ZeroCopy):
+            a: int
+
+        if name == "__replace__" and sys.version_info >= (3, 13):
+            # dataclasses gives every dataclass a __replace__ of its own: so does metakit (rule 1).
+            assert is_generated_code(Made.__dict__[name])
+            assert Made(1).__replace__(a=2) == Made(2)
+        else:
+            assert name not in Made.__dict__
+            assert getattr(Made(1), name)() == "the user's"
+        if name != "asdict_zerocopy":
+            assert Made(1).asdict_zerocopy() == {"a": 1}  # the other names: generated
+        delattr(ZeroCopy, name)
+
+        @dataclass
+        class Bare(ZeroCopy):
+            a: int
+
+        assert is_generated_code(Bare.__dict__[name])  # nothing above: its own generated method
+    finally:
+        setattr(ZeroCopy, name, dispatcher)
+
+    @dataclass
+    class After(ZeroCopy):
+        a: int
+
+    assert is_generated_code(After.__dict__[name])
+    assert After(1).asdict_zerocopy() == {"a": 1}
+    assert After(1).astuple_zerocopy() == (1,)
+    assert After(1).__replace__(a=2) == After(2)
+    assert Made(1).asdict_zerocopy() == {"a": 1}  # ZeroCopy's method back: Made's own came back too (rule 3)
 
 
 @pytest.mark.parametrize("plain", [False, True])
