@@ -34,8 +34,13 @@ from tests import records
 from tests.records import (
     INSTANCE_IDS,
     METHOD_SHADOWED,
+    AbstractBackendMeta,
+    AbstractBackendMeta2,
     AttnMeta,
     Box,
+    FlashInferMeta,
+    FlashInferUndecorated,
+    FlashMeta,
     Meta,
     MethodNamesMeta,
     OvBase,
@@ -49,6 +54,7 @@ from tests.records import (
     OvReplaceSub,
     OvUndecorated,
     PlainMeta,
+    UndecoratedConcrete,
     Val,
     check_generated,
     inst,
@@ -75,13 +81,41 @@ def test_assert_zerocopy_class_passes_on_correct_classes(name):
         mt.assert_zerocopy_class(target)
 
 
+@dataclass(frozen=True, slots=True)
+class TrickyFrozen(ZeroCopy):
+    a: int
+    b: InitVar[int] = 0
+    c: ClassVar[int] = 5
+    w: object = field(default=None, metadata=OMIT)
+    n: int = field(init=False, default=0)
+    _: KW_ONLY
+    k: int = 3
+
+    def __post_init__(self, b):
+        object.__setattr__(self, "n", b)
+
+
+class OvPositionalChild(OvPositional):
+    pass
+
+
+@dataclass
+class OvPositionalGrandchild(OvPositionalChild):
+    z: int = 9
+
+
 @pytest.mark.parametrize(
     "cls",
-    [OvPositional, OvKeyword, OvNoSkip, OvLeaf, OvLeafLeaf, OvUndecorated, OvFrozenSlots, OvReplace, OvReplaceSub],
+    [
+        *(OvPositional, OvPositionalChild, OvPositionalGrandchild, OvKeyword, OvNoSkip, OvLeaf, OvLeafLeaf),
+        *(OvUndecorated, OvFrozenSlots, OvReplace, OvReplaceSub, TrickyFrozen, Meta, PlainMeta),
+    ],
 )
 def test_correct_overrides_pass_both_helpers(cls):
+    # README: "`assert_zerocopy` and `assert_zerocopy_class` work on classes with a user override
+    # too" / "so frozen and slots classes work as well. `ClassVar` and `InitVar` are not fields"
     mt.assert_zerocopy_class(cls)
-    mt.assert_zerocopy(cls())
+    mt.assert_zerocopy(cls(1) if cls is TrickyFrozen else cls())
 
 
 def _wrong(name: str, body: str):
@@ -339,6 +373,17 @@ def test_recipe_every_class_of_the_shared_records(cls):
     mt.assert_zerocopy_class(cls)
 
 
+def test_zerocopy_classes_in_this_module_excludes_abstract():
+    found = mt.zerocopy_classes_in(records)
+    assert AbstractBackendMeta not in found
+    assert AbstractBackendMeta2 not in found
+    assert ZeroCopy not in found
+    assert found.index(AttnMeta) < found.index(FlashMeta) < found.index(FlashInferMeta)
+    assert UndecoratedConcrete in found
+    assert FlashInferUndecorated in found
+    assert mt.class_id(FlashInferMeta) == "FlashInferMeta"
+
+
 def test_testing_helpers_accept_good_classes():
     # DESIGN: metakit.testing.assert_zerocopy(obj) / assert_zerocopy_class(cls) check generated methods and overrides
     from metakit.testing import assert_zerocopy, assert_zerocopy_class
@@ -397,52 +442,6 @@ def test_instance_to_generated_source_and_assert_zerocopy_class():
         metakit.generated_source(Meta())
     with pytest.raises(TypeError, match="assert_zerocopy"):
         metakit.testing.assert_zerocopy_class(Meta())
-
-
-@dataclass(frozen=True, slots=True)
-class TrickyFrozen(ZeroCopy):
-    a: int
-    b: InitVar[int] = 0
-    c: ClassVar[int] = 5
-    w: object = field(default=None, metadata=OMIT)
-    n: int = field(init=False, default=0)
-    _: KW_ONLY
-    k: int = 3
-
-    def __post_init__(self, b):
-        object.__setattr__(self, "n", b)
-
-
-@dataclass
-class GoodOverride(ZeroCopy):
-    a: int = 1
-    wrapper: object = None
-
-    def asdict_zerocopy(self, skip_fields=None):
-        return super().asdict_zerocopy({"wrapper", *(skip_fields or ())})
-
-    def astuple_zerocopy(self):
-        return tuple(self.asdict_zerocopy().values())
-
-
-class GoodOverrideChild(GoodOverride):
-    pass
-
-
-@dataclass
-class GoodOverrideGrandchild(GoodOverrideChild):
-    z: int = 9
-
-
-@pytest.mark.parametrize(
-    "cls", [TrickyFrozen, GoodOverride, GoodOverrideChild, GoodOverrideGrandchild, Meta, PlainMeta]
-)
-def test_testing_helpers_pass_on_correct_classes(cls):
-    # README: "`assert_zerocopy` and `assert_zerocopy_class` work on classes with a user override
-    # too" / "so frozen and slots classes work as well. `ClassVar` and `InitVar` are not fields"
-    metakit.testing.assert_zerocopy_class(cls)
-    obj = cls(1) if cls is TrickyFrozen else cls()
-    metakit.testing.assert_zerocopy(obj)
 
 
 def _bad(name, body):
@@ -1645,10 +1644,14 @@ def test_a_module_without_such_classes_raises_lookup_error_rather_than_giving_an
 
 
 def test_a_package_without_such_classes_names_the_package(tmp_path, monkeypatch):
+    # README: "It leaves out abstract classes and classes a module only imports, and raises `LookupError` when it
+    # finds none"
     monkeypatch.syspath_prepend(str(tmp_path))
-    package = write_package(tmp_path, {"empty.py": "X = 1\n"})
+    package = write_package(tmp_path, {"empty.py": "X = 1\n", "imports.py": "from tests.records import AttnMeta\n"})
     with pytest.raises(LookupError, match=f"the package {package} and its submodules"):
         zerocopy_classes_in(package)
+    with pytest.raises(LookupError, match=f"defined in {package}.imports$"):
+        zerocopy_classes_in(f"{package}.imports")
 
 
 def test_a_wrong_name_raises_module_not_found_error():
