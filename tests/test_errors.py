@@ -315,6 +315,8 @@ def test_non_dataclass_instances(thing):
     assert not isinstance(info.value, SkipFieldsError)
     with pytest.raises(TypeError):
         metakit.replace(thing)
+    with pytest.raises(TypeError, match="not a dataclass"):
+        metakit.generated_source(thing)
     if isinstance(thing, ZeroCopy):
         for method in ("asdict_zerocopy", "astuple_zerocopy", "__replace__"):
             with pytest.raises(TypeError, match=f"{shown} is not a dataclass"):
