@@ -120,12 +120,6 @@ def holds_generated(namespace: Mapping[str, Any], value: object) -> bool:
     return type(methods) is GeneratedMethods and methods.holds(value)
 
 
-def is_generated(value: object) -> bool:
-    """Whether *value* is a function that this module generated, for whichever class."""
-    namespace = getattr(value, "__globals__", None)
-    return type(namespace) is dict and type(namespace.get(_SOURCE)) is _Source
-
-
 class _Lifetime(weakref.ref[_Source]):
     """The weak reference to a ``_Source`` whose callback, ``_forget``, ends its ``linecache`` entry."""
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import is_dataclass
 from typing import Any, Final, NamedTuple, TypeVar
 
-from metakit._codegen import STATE, GeneratedMethods, generate, is_generated
+from metakit._codegen import STATE, GeneratedMethods, generate
 from metakit._fields import ASDICT, ASTUPLE, layout_of
 
 __all__ = [
@@ -22,7 +22,6 @@ __all__ = [
     "astuple_zerocopy",
     "generated_source",
     "instance_methods",
-    "is_generated",
     "methods_of",
     "replace",
 ]
