@@ -107,7 +107,8 @@ def _run(prog: str, args: list[str]) -> int:
     try:
         from metakit import stubgen
     except ModuleNotFoundError as error:
-        raise UsageError(f"stubgen needs {error.name}: pip install 'metakit[mypy]'") from None
+        missing = (error.name or "mypy").partition(".")[0]
+        raise UsageError(f"stubgen needs {missing}: pip install 'metakit[mypy]'") from None
     # A bad argument exits here, with stubgen's usage, before the module is imported.
     arguments = stubgen.arguments(f"{prog} stubgen").parse_args(rest)
     _check_stubgen(arguments.module, arguments.output)

@@ -469,6 +469,16 @@ def test_stubgen_of_a_standard_library_module_warns_that_its_stub_would_shadow_t
     )
 
 
+def test_stubgen_without_mypy_exits_with_status_2_and_says_what_to_install(cli, monkeypatch):
+    # pyproject: the stub generator needs the `mypy` extra; without it, one line that says so.
+    monkeypatch.delitem(sys.modules, "metakit.stubgen", raising=False)
+    monkeypatch.delattr(metakit, "stubgen", raising=False)  # the package's attribute, set by an earlier import
+    for name in ["mypy", *(name for name in sys.modules if name.startswith("mypy."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # importing it fails, as where mypy is not installed
+    assert_refused(cli("stubgen", MODULE), f"{PROG}: error: stubgen needs mypy: pip install 'metakit[mypy]'")
+    assert MODULE not in sys.modules
+
+
 # --- usage -----------------------------------------------------------------------------------------
 
 USAGE = f"usage: {PROG} [--version] {{bench,show,stubgen}} ..."
