@@ -114,6 +114,8 @@ def _run(prog: str, args: list[str]) -> int:
     _check_stubgen(arguments.module, arguments.output)
     try:
         status: int = stubgen.main(rest, prog=f"{prog} stubgen")
+    except BrokenPipeError:  # "wrote ..." to a reader that has gone: the stub is written
+        raise
     except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
         raise UsageError(f"cannot write the stub: {error}") from None
     return status
@@ -124,11 +126,18 @@ def import_user_module(name: str) -> types.ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as error:
-        raise UsageError(f"cannot import {name!r}: {error}") from None
+        raise UsageError(f"cannot import {name!r}: {_one_line(error)}") from None
     except SystemExit as error:  # the module's own sys.exit(): not this command's status
         raise UsageError(f"importing {name!r} called sys.exit({error.code!r})") from None
+    except BrokenPipeError:  # its own print() to a reader that has gone: the program's end, not its error
+        raise
     except Exception as error:
-        raise UsageError(f"importing {name!r} raised {type(error).__qualname__}: {error}") from None
+        raise UsageError(f"importing {name!r} raised {type(error).__qualname__}: {_one_line(error)}") from None
+
+
+def _one_line(error: BaseException) -> str:
+    """*error*'s message on one line: its line breaks written as ``\\n``."""
+    return str(error).replace("\n", "\\n")
 
 
 def _show(prog: str, argv: list[str]) -> int:
@@ -190,7 +199,7 @@ def _check_stubgen(module_name: str, output: str) -> None:
 
     problem = output_problem(output, directory=True)
     if problem:
-        raise UsageError(f"cannot write stubs to {output}: {problem}")
+        raise UsageError(f"cannot write stubs to {output or repr(output)}: {problem}")
     owner = _foreign_owner(import_user_module(module_name))
     if owner:
         print(

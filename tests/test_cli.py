@@ -349,6 +349,8 @@ REFUSED = [
     ),
     # bench: its options and where it would write
     _refused(["bench", "--bogus"], f"{PROG} bench: error: unrecognized arguments: --bogus", BENCH_USAGE),
+    _refused(["bench", "--json", ""], f"{PROG} bench: error: cannot write --json '': the path is empty"),
+    _refused(["stubgen", MODULE, "-o", ""], f"{PROG}: error: cannot write stubs to '': the path is empty"),
     # README: "$ metakit bench --json /no/such/dir/results.json / metakit bench: error: cannot write --json
     # /no/such/dir/results.json: there is no directory /no/such/dir"
     _refused(
@@ -392,6 +394,15 @@ def test_what_the_user_can_fix_exits_with_status_2_and_one_line_before_any_work(
     assert _files(tmp_path) == before  # nothing made
     if args[0] == "stubgen":  # it checks its output before it imports the module
         assert MODULE not in sys.modules
+
+
+def test_an_error_of_many_lines_raised_by_the_users_module_is_told_in_one_line(cli, tmp_path):
+    (tmp_path / "metakit_cli_lines.py").write_text("raise RuntimeError('first\\nsecond')\n")
+    try:
+        result = cli("show", "metakit_cli_lines:Step")
+    finally:
+        sys.modules.pop("metakit_cli_lines", None)
+    assert_refused(result, f"{PROG}: error: importing 'metakit_cli_lines' raised RuntimeError: first\\nsecond")
 
 
 @pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
@@ -586,12 +597,23 @@ def test_bench_refuses_an_output_where_no_file_can_be_made_before_work(option):
     assert first.startswith(f"{PROG} bench: error: cannot write {option} {target}: "), first
 
 
-@pytest.mark.parametrize("args", [["--help"], ["--version"]])
-def test_a_reader_that_closes_the_pipe_early_ends_the_program_with_status_141_and_no_traceback(args):
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["--version"], ["show", "metakit_cli_printing:Step"], ["stubgen", "metakit_cli_printing", "-o", "."]],
+)
+def test_a_reader_that_closes_the_pipe_early_ends_the_program_with_status_141_and_no_traceback(args, tmp_path):
     # `metakit --help | head -c0`: the reader is gone before the output is written.  A real process
-    # with a real pipe: the error comes from the operating system, when the output is flushed.
+    # with a real pipe: the error comes from the operating system, when the output is flushed (or
+    # when the user's module prints as it is imported).
+    (tmp_path / "metakit_cli_printing.py").write_text(f"print('imported')\n{SOURCE}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     with subprocess.Popen(
-        [sys.executable, "-m", "metakit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+        [sys.executable, "-m", "metakit", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
     ) as process:
         assert process.stdout is not None
         assert process.stderr is not None

@@ -228,9 +228,9 @@ def main(argv: Sequence[str], prog: str = "python -m metakit bench") -> int:
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What makes the run impossible as asked, found before it starts; None if nothing."""
     for option, path in (("--json", args.json), ("--plot", args.plot)):
-        problem = path and report.output_problem(path)
+        problem = None if path is None else report.output_problem(path)
         if problem:
-            return f"cannot write {option} {path}: {problem}"
+            return f"cannot write {option} {path or repr(path)}: {problem}"
     if args.distributed:
         if args.plot:
             return "--plot does not apply to --distributed"

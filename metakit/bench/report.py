@@ -54,7 +54,7 @@ def format_number(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def output_problem(path: str | Path, *, directory: bool = False) -> str | None:
+def output_problem(path: str | Path, *, directory: bool = False) -> str | None:  # noqa: PLR0911  # one a problem
     """Why a file cannot be written at *path*, or None if it can.
 
     With *directory*, *path* is a directory to write files into, which is
@@ -62,6 +62,8 @@ def output_problem(path: str | Path, *, directory: bool = False) -> str | None:
     followed, as writing follows it.  Checked before a run, so that a long
     run does not end in an error.
     """
+    if not str(path):
+        return "the path is empty"
     target = Path(os.path.realpath(path))
     if target.exists():
         if target.is_dir() != directory:
