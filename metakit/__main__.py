@@ -123,6 +123,8 @@ def _run(prog: str, args: list[str]) -> int:
 
 def import_user_module(name: str) -> types.ModuleType:
     """Import the user's module *name*; anything it raises becomes a ``UsageError``."""
+    if not _dotted_name(name):  # refused before anything is imported
+        raise UsageError(f"{name!r} is not a module name")
     try:
         return importlib.import_module(name)
     except ImportError as error:
@@ -133,6 +135,11 @@ def import_user_module(name: str) -> types.ModuleType:
         raise
     except Exception as error:
         raise UsageError(f"importing {name!r} raised {type(error).__qualname__}: {_one_line(error)}") from None
+
+
+def _dotted_name(name: str) -> bool:
+    """Whether *name* is identifiers joined by dots, as module and class names are."""
+    return all(part.isidentifier() for part in name.split("."))
 
 
 def _one_line(error: BaseException) -> str:
@@ -147,6 +154,8 @@ def _show(prog: str, argv: list[str]) -> int:
     module_name, _, qualname = target.partition(":")
     if not module_name or not qualname:
         raise UsageError(f"expected MODULE:CLASS, got {target!r}")
+    if not _dotted_name(qualname):
+        raise UsageError(f"{qualname!r} is not a class name")
     obj: object = import_user_module(module_name)
     for part in qualname.split("."):
         try:
