@@ -114,7 +114,7 @@ def _run(prog: str, args: list[str]) -> int:
     _check_stubgen(arguments.module, arguments.output)
     try:
         status: int = stubgen.main(rest, prog=f"{prog} stubgen")
-    except BrokenPipeError:  # "wrote ..." to a reader that has gone: the stub is written
+    except BrokenPipeError:  # a reader that has gone: the program's end, not a fault of the output
         raise
     except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
         raise UsageError(f"cannot write the stub: {error}") from None
