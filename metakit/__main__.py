@@ -111,14 +111,17 @@ def _run(prog: str, args: list[str]) -> int:
         raise UsageError(f"stubgen needs {missing}: pip install 'metakit[mypy]'") from None
     # A bad argument exits here, with stubgen's usage, before the module is imported.
     arguments = stubgen.arguments(f"{prog} stubgen").parse_args(rest)
-    _check_stubgen(arguments.module, arguments.output)
+    module = _check_stubgen(arguments.module, arguments.output)
     try:
-        status: int = stubgen.main(rest, prog=f"{prog} stubgen")
-    except BrokenPipeError:  # a reader that has gone: the program's end, not a fault of the output
-        raise
+        stub = stubgen.module_stub(module)
+    except stubgen.UNREADABLE as error:
+        raise UsageError(f"cannot read the source of {arguments.module!r}: {_one_line(error)}") from None
+    try:
+        path = stubgen.write_stub(stub, Path(arguments.output), module)
     except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
         raise UsageError(f"cannot write the stub: {error}") from None
-    return status
+    print(f"wrote {path}")
+    return 0
 
 
 def import_user_module(name: str) -> types.ModuleType:
@@ -198,10 +201,10 @@ def _show_notes(cls: type) -> list[str]:
     return notes
 
 
-def _check_stubgen(module_name: str, output: str) -> None:
+def _check_stubgen(module_name: str, output: str) -> types.ModuleType:
     """Check what ``stubgen`` will need before it runs: the output can be written and the module imports.
 
-    Warns when the stub would shadow the real one of a module of the
+    Returns the module.  Warns when the stub would shadow the real one of a module of the
     standard library or of another installed project.
     """
     from metakit.bench.report import output_problem
@@ -209,13 +212,15 @@ def _check_stubgen(module_name: str, output: str) -> None:
     problem = output_problem(output, directory=True)
     if problem:
         raise UsageError(f"cannot write stubs to {output or repr(output)}: {problem}")
-    owner = _foreign_owner(import_user_module(module_name))
+    module = import_user_module(module_name)
+    owner = _foreign_owner(module)
     if owner:
         print(
             f"warning: {module_name} is a module of {owner}; a stub for it in {output} would shadow its"
             " real one (or typeshed's) for every checker that reads that directory",
             file=sys.stderr,
         )
+    return module
 
 
 def _foreign_owner(module: types.ModuleType) -> str | None:

@@ -112,13 +112,22 @@ def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
         parser.error(f"cannot import {args.module!r}: {error}")
     try:
         stub = module_stub(module)
-    except (OSError, TypeError, SyntaxError) as error:
+    except UNREADABLE as error:
         parser.error(f"cannot read the source of {args.module!r}: {error}")
-    path = stub_path(Path(args.output), module)
+    print(f"wrote {write_stub(stub, Path(args.output), module)}")
+    return 0
+
+
+UNREADABLE: Final = (OSError, TypeError, SyntaxError)
+"""What ``module_stub`` raises for a module whose source cannot be read or parsed."""
+
+
+def write_stub(stub: str, directory: Path, module: types.ModuleType) -> Path:
+    """Write *module*'s *stub* under *directory*, making the directories it needs; return its path."""
+    path = stub_path(directory, module)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(stub)
-    print(f"wrote {path}")
-    return 0
+    return path
 
 
 def stub_path(directory: Path, module: types.ModuleType) -> Path:

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -483,6 +484,17 @@ def test_stubgen_of_a_standard_library_module_warns_that_its_stub_would_shadow_t
     assert result.err.startswith(
         f"warning: json is a module of the standard library; a stub for it in {tmp_path} would shadow its real one"
     )
+
+
+def test_stubgen_of_a_module_without_source_exits_with_status_2_and_writes_nothing(cli, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "metakit_cli_no_source", types.ModuleType("metakit_cli_no_source"))
+    result = cli("stubgen", "metakit_cli_no_source", "-o", str(tmp_path / "stubs"))
+    assert_refused(
+        result,
+        f"{PROG}: error: cannot read the source of 'metakit_cli_no_source':"
+        " <module 'metakit_cli_no_source'> is a built-in module",
+    )
+    assert not (tmp_path / "stubs").exists()
 
 
 def test_stubgen_without_mypy_exits_with_status_2_and_says_what_to_install(cli, monkeypatch):
