@@ -365,7 +365,10 @@ def _add_fallback(api: SemanticAnalyzerPluginInterface, info: TypeInfo, qualname
         if sym is not None and isinstance(sym.node, TypeInfo) and name in sym.node.names:
             fallback.names[name] = SymbolTableNode(MDEF, sym.node.names[name].node)
     # mypy makes a TypedDict anonymous again (in joins, say) through this.
-    fallback.typeddict_type = TypedDictType({}, set(), set(), typed_dict)
+    # (Through ``update_typeddict_type``, which also gives it the alias that
+    # mypy reads when it looks the class up as a member, as PEP 695 classes'
+    # variance inference does.)
+    fallback.update_typeddict_type(TypedDictType({}, set(), set(), typed_dict))
     info.names[_FALLBACK] = SymbolTableNode(MDEF, fallback, plugin_generated=True)
 
 
@@ -753,13 +756,25 @@ def _fields(receiver: Instance) -> tuple[dict[str, Type], set[str]] | None:
         info, typ = declared
         if _is_kw_only_marker(typ):
             continue
-        names.add(name)
+        key = _mangled(info, name)
+        names.add(key)
         status = _omit_status(owner, name)
         if status == "unknown":
             return None
         if status == "keep":
-            items[name] = _field_type(receiver, info, typ)
+            items[key] = _field_type(receiver, info, typ)
     return items, names
+
+
+def _mangled(info: TypeInfo, name: str) -> str:
+    """The name of field *name* of class *info* at run time: Python mangles ``__name`` in a class body.
+
+    mypy keeps the name as written; ``fields()``, and so the dict's keys, have ``_Class__name``.
+    """
+    stripped = info.name.lstrip("_")
+    if name.startswith("__") and not name.endswith("__") and stripped:
+        return f"_{stripped}{name}"
+    return name
 
 
 def _is_kw_only_marker(typ: Type) -> bool:

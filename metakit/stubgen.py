@@ -226,18 +226,21 @@ class _Additions:
             if dataclasses.is_dataclass(cls):
                 cdef.defs.body += self._properties(cls, cdef)
             if _is_zerocopy_dataclass(cls):
-                block[block.index(cdef) : block.index(cdef)] = [self._typed_dict(cls, p) for p in (False, True)]
+                block[block.index(cdef) : block.index(cdef)] = [self._typed_dict(cls, cdef, p) for p in (False, True)]
                 cdef.defs.body += self._methods(cls, prefix)
         own = [ImportFrom(module, 0, [(name, f"_{name}") for name in names]) for module, names in _OWN_IMPORTS.items()]
         self.source.tree.defs[:0] = [*own, *(Import([(module, None)]) for module in self.imports)]
 
     # --- the nodes ------------------------------------------------------------
 
-    def _typed_dict(self, cls: type, partial: bool) -> Statement:
+    def _typed_dict(self, cls: type, cdef: ClassDef, partial: bool) -> Statement:
         suffix = "PartialDict" if partial else "Dict"
         parent, inherited, subscript = self._dict_parent(cls)
         bases = [f"{parent.__qualname__}{suffix}{'[_]' if subscript else ''}" if parent else "_TypedDict"]
-        if _parameters(cls):
+        # A class's own type parameters (``class Box[T]``, 3.12+) exist only in its
+        # scope: its TypedDicts declare the same ones.  Others are module-level TypeVars.
+        type_args = getattr(cdef, "type_args", None)
+        if _parameters(cls) and not type_args:
             bases.append(f"_Generic[{', '.join(_parameters(cls))}]")
         if partial:
             bases += ["total=False"] if parent else ["total=False", "extra_items=_Any"]
@@ -246,6 +249,8 @@ class _Additions:
         stub.lines += [f"    {key}: {stub.typed(self._field_type(cls, key))}" for key in keys] or ["    ..."]
         (node,) = stub.nodes()
         assert isinstance(node, ClassDef)
+        if type_args:
+            node.type_args = type_args
         if subscript is not None:  # ``BoxDict[int]`` where the class wrote ``Box[int]``
             typed_dict = node.base_type_exprs[0]
             assert isinstance(typed_dict, IndexExpr)
@@ -288,8 +293,13 @@ class _Additions:
             items = [stub.typed(self._field_type(cls, name)) for name in included_names(cls)]
             stub.lines.append(f"def {ASTUPLE}(self) -> tuple[{', '.join(items) or '()'}]: ...")
         if _generated(cls, REPLACE):
-            changes = [f"{name}: {stub.typed(typ)} = ..." for name, typ in self._init_types(cls).items()]
-            parameters = ", ".join(["self", "*", *changes] if changes else ["self"])
+            init_types = self._init_types(cls)
+            changes = [f"{name}: {stub.typed(typ)} = ..." for name, typ in init_types.items()]
+            # A field may be called ``self``: the instance then takes another name, by position only.
+            receiver = "self" if "self" not in init_types else "_self, /"
+            while receiver.partition(",")[0] in init_types:
+                receiver = "_" + receiver
+            parameters = ", ".join([receiver, "*", *changes] if changes else [receiver])
             stub.lines.append(f"def {REPLACE}({parameters}) -> {cls.__qualname__}{args}: ...")
         return stub.nodes()
 
@@ -345,8 +355,9 @@ class _Additions:
         for klass in cls.__mro__:
             source = self._source(klass) if dataclasses.is_dataclass(klass) else None
             cdef = source.classes.get(klass.__qualname__) if source is not None else None
+            written = _unmangled(klass, name)
             for stmt in cdef.defs.body if cdef is not None else ():
-                if isinstance(stmt, AssignmentStmt) and stmt.unanalyzed_type is not None and _assigns(stmt, name):
+                if isinstance(stmt, AssignmentStmt) and stmt.unanalyzed_type is not None and _assigns(stmt, written):
                     return klass, stmt.unanalyzed_type
         return None
 
@@ -518,6 +529,14 @@ def _functions(body: list[Statement]) -> Iterator[FuncDef]:
 def _assigns(stmt: AssignmentStmt, *names: str) -> bool:
     """Whether *stmt* assigns one of *names*, and nothing else."""
     return len(stmt.lvalues) == 1 and get_qualified_name(stmt.lvalues[0]) in names
+
+
+def _unmangled(cls: type, name: str) -> str:
+    """The field *name* as the body of *cls* writes it: ``__name`` for ``_Class__name``, which Python mangled."""
+    prefix = f"_{cls.__name__.lstrip('_')}__"
+    if name.startswith(prefix) and prefix != "___" and not name.endswith("__"):
+        return name[len(prefix) - 2 :]
+    return name
 
 
 def _parameters(cls: type) -> list[str]:

@@ -432,6 +432,63 @@ def test_cli_rejects_a_module_it_cannot_import(capsys: pytest.CaptureFixture[str
     assert "cannot import 'no_such_module_for_stubgen'" in capsys.readouterr().err
 
 
+def stub_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> str:
+    """The stub of a module *name* of *source*, written to *tmp_path*."""
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    try:
+        return module_stub(importlib.import_module(name))
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_odd_field_names_give_a_valid_stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field called ``self`` leaves ``__replace__`` another name for the instance; ``__secret`` is
+    ``_Record__secret`` at run time, with the type written for ``__secret``."""
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "odd_names",
+        """
+        from dataclasses import dataclass
+        from metakit import ZeroCopy
+
+        @dataclass
+        class Record(ZeroCopy):
+            self: int
+            __secret: str
+            _self: float = 0.0
+        """,
+    )
+    compile(stub, "odd_names.pyi", "exec")  # no duplicate parameter
+    assert typed_dict_keys(stub, "RecordDict") == ["self", "_Record__secret", "_self"]
+    assert "    _Record__secret: str\n" in stub
+    assert "def __replace__(__self, /, *, self: int = ..., _Record__secret: str = ..., _self: float = ...)" in stub
+
+
+if sys.version_info >= (3, 12):  # the syntax is new in 3.12
+
+    def test_a_class_with_type_parameters_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``class Box[T: int]`` (PEP 695): its T exists only in its scope, so its TypedDicts declare their own."""
+        stub = stub_of(
+            tmp_path,
+            monkeypatch,
+            "own_parameters",
+            """
+            from dataclasses import dataclass
+            from metakit import ZeroCopy
+
+            @dataclass
+            class Box[T: int](ZeroCopy):
+                item: T
+            """,
+        )
+        assert "class BoxDict[T: int](_TypedDict):\n    item: T\n" in stub
+        assert "class BoxPartialDict[T: int](_TypedDict, total=False, extra_items=_Any):" in stub
+        assert "_Generic" not in stub
+
+
 # --- basedpyright reads the stubs -----------------------------------------
 
 MODULES = [f"{PACKAGE}.base", f"{PACKAGE}.lora", f"{PACKAGE}.models"]

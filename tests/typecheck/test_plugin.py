@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -245,6 +246,7 @@ def test_expected_typed_dicts_are_what_runs(case_modules: None) -> None:
     base = importlib.import_module("engine_base")
     models = importlib.import_module("engine_models")
     good = importlib.import_module("good_usage")
+    mangled = importlib.import_module("mangled_names")
     tensor = base.Tensor()
     flash = base.FlashInferMetadata(1, 2, 3, tensor, True, workspace_size=1)
     expected = [
@@ -260,6 +262,7 @@ def test_expected_typed_dicts_are_what_runs(case_modules: None) -> None:
         (models.DirectChild(1), good.DirectChildDict),
         (models.KeywordChild(k=1, p=""), good.KeywordDict),
         (models.Empty(), good.EmptyDict),
+        (mangled.Private(1, "x"), mangled.PrivateDict),
     ]
     for value, typed_dict in expected:
         got = value if isinstance(value, dict) else value.asdict_zerocopy()
@@ -293,6 +296,37 @@ def test_vllm_override_type_checks_without_the_plugin(tmp_path: Path) -> None:
         ["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), *map(str, files)]
     )
     assert (status, stderr) == (0, ""), stdout
+
+
+if sys.version_info >= (3, 12):  # the syntax is new in 3.12, and mypy parses with the running Python
+
+    def test_a_class_with_type_parameters_of_its_own(tmp_path: Path) -> None:
+        """``class Box[T]`` (PEP 695): mypy infers T's variance from every member, the plugin's own too."""
+        (tmp_path / "box.py").write_text(
+            textwrap.dedent(
+                """
+                from dataclasses import dataclass
+                from metakit import ZeroCopy
+
+                @dataclass
+                class Box[T](ZeroCopy):
+                    item: T
+                    items: list[T]
+
+                d = Box(1, [2]).asdict_zerocopy()
+                reveal_type(d["item"])
+                d["other"]  # an error
+                """
+            )
+        )
+        stdout, stderr, _ = api.run(
+            ["--config-file", str(CONFIG), "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "box.py")]
+        )
+        assert stderr == ""  # no INTERNAL ERROR
+        assert [line.partition(" ")[2].replace("builtins.", "") for line in by_file(stdout)["box.py"]] == [
+            'note: Revealed type is "int"',
+            'error: TypedDict "Box.asdict_zerocopy()" has no key "other"  [typeddict-item]',
+        ]
 
 
 # --- the plugin module itself ----------------------------------------------
