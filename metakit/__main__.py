@@ -20,7 +20,7 @@ from pathlib import Path
 
 import metakit
 from metakit._fields import METHOD_NAMES
-from metakit._meta import is_ours
+from metakit._meta import users_methods
 
 _COMMANDS = {
     "bench": "measure metakit against its peers on the example engine metadata",
@@ -189,11 +189,10 @@ def _show_notes(cls: type) -> list[str]:
         ]
     notes = []
     for method in METHOD_NAMES:
-        owner = next((base for base in cls.__mro__ if method in vars(base)), None)
-        if owner is None:
-            continue
-        if is_ours(vars(owner), method, vars(owner)[method]):
+        users = users_methods(cls, method)
+        if not users:
             continue  # metakit's: what an instance of *cls* runs is the code below
+        owner = users[0]
         whose = "the class's own method" if owner is cls else f"{owner.__qualname__}.{method}, which it inherits"
         notes.append(
             f"{name}.{method} is {whose}, not the code below, which super().{method}() and the function forms run"

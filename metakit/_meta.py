@@ -9,10 +9,14 @@ time is in ``_functions``.  The rules it keeps, for each method name
    never replaced.  A class that inherits such a method gets no generated
    one; except ``__replace__`` from 3.13 on, where ``dataclasses`` gives every
    dataclass its own.
-2. A generated method that an override can reach through ``super()`` is
-   replaced by ``ZeroCopy``'s method of the same name, which serves the
-   instance's own class, so that ``super().asdict_zerocopy()`` returns the
-   instance's fields and not a base's.
+2. Where a call on an instance can reach a user's method (its class has one,
+   or inherits one), each generated method of the class's bases is replaced
+   by a forwarder (``_forwarder``): a call goes on as it would if metakit's
+   methods were not there, to the next user's method in the instance's MRO,
+   or else to the generated code of the instance's own class.  So
+   ``super().asdict_zerocopy()`` in an override returns the instance's
+   fields, not a base's, and a generated method of one base never hides a
+   user's method inherited through another.
 3. The rules hold however the methods came to be: at class creation, on
    assignment to a class, and on ``del``.
 
@@ -29,6 +33,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Set
 from itertools import count
+from types import CodeType
 from typing import Any, Final, TypeVar
 
 from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
@@ -125,10 +130,63 @@ def is_ours(namespace: Mapping[str, Any], name: str, value: object) -> bool:
     """Whether *value*, found under *name* in the class namespace *namespace*, is a method metakit put there.
 
     That is a generated method of that class's own, ``ZeroCopy``'s method,
-    or the generic ``__replace__`` of 3.13's ``dataclasses``.  Anything else
-    is a user's, which the rules never replace.
+    a forwarder that rule 2 put there, or the generic ``__replace__`` of
+    3.13's ``dataclasses``.  Anything else is a user's, which the rules never
+    replace.
     """
-    return value is _DISPATCHERS.get(name) or value is _DATACLASSES_REPLACE or holds_generated(namespace, value)
+    return (
+        value is _DISPATCHERS.get(name)
+        or value is _DATACLASSES_REPLACE
+        or holds_generated(namespace, value)
+        or _is_forwarder(value)
+    )
+
+
+def users_methods(cls: type, name: str) -> list[type]:
+    """The classes whose method *name*, written by a user, a call on an instance of *cls* reaches, in order.
+
+    metakit's methods are passed over, as if they were not there: the first
+    class is the one whose method the call runs, and ``super()`` in each
+    reaches the next.  After the last comes metakit's generated code for the
+    instance's own class, if metakit's method lies beyond it.  The walk ends
+    at ``ZeroCopy``'s method, which serves the instance's own class.
+    """
+    found: list[type] = []
+    mro = cls.__mro__
+    at = _next_users(mro, 0, name)
+    while at is not None:
+        found.append(mro[at])
+        at = _next_users(mro, at + 1, name)
+    return found
+
+
+def _next_users(
+    mro: tuple[type, ...], start: int, name: str, coming_back: Set[tuple[int, str]] = frozenset()
+) -> int | None:
+    """Where in *mro*, from *start* on, the next user's method *name* lies; ``None`` if ``ZeroCopy``'s comes first.
+
+    *coming_back* is as for ``_placing``: those classes' methods are metakit's.
+    """
+    for at in range(start, len(mro)):
+        namespace = mro[at].__dict__
+        if name not in namespace or (id(mro[at]), name) in coming_back:
+            continue
+        value = namespace[name]
+        if not is_ours(namespace, name, value):
+            return at
+        if value is _DISPATCHERS.get(name) or _own_replace(namespace, name):
+            return None
+    return None
+
+
+def _own_replace(namespace: Mapping[str, Any], name: str) -> bool:
+    """Whether *name* is ``__replace__`` in a dataclass's namespace, from 3.13 on.
+
+    There Python itself puts a method of its own (``dataclasses``' generic
+    one, which metakit's takes the place of), and a call stops at it, as at
+    ``ZeroCopy``'s: it serves the instance's own class.
+    """
+    return name is REPLACE and _DATACLASSES_REPLACE is not _ABSENT and "__dataclass_fields__" in namespace
 
 
 def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
@@ -249,10 +307,9 @@ def _changed(cls: type) -> None:
 
 
 def _guard_above(cls: type) -> None:
-    """Rule 2 for a user's method about to be put on *cls*: in the MRO of *cls* and of each class below it."""
+    """Rule 2 for a user's method about to be put on *cls*: in the bases of *cls* and of each class below it."""
     for member in _family(cls):
-        mro = member.__mro__
-        _dispatch(mro[mro.index(cls) + 1 :])
+        _dispatch(member.__mro__[1:])
 
 
 def _family(cls: type) -> list[type]:
@@ -299,9 +356,9 @@ def _placing(
             if _inherits_users(cls, name, coming_back):
                 if own is not _ABSENT:  # the user's method above was put there later
                     gone.append(name)
-            elif own is not generated and own is not _DISPATCHERS[name]:
-                # (``ZeroCopy``'s method, put there by rule 2, stays: it serves
-                # the instance's own class too.)
+            elif own is not generated and own is not _DISPATCHERS[name] and not _is_forwarder(own):
+                # (A forwarder, put there by rule 2, stays: it serves the
+                # instance's own class too.)
                 wanted.append((name, generated))
     return gone, wanted
 
@@ -311,38 +368,68 @@ def _inherits_users(cls: type, name: str, coming_back: Set[tuple[int, str]]) -> 
 
     *coming_back* is as for ``_placing``.
     """
-    if name is REPLACE and _DATACLASSES_REPLACE is not _ABSENT and "__dataclass_fields__" in cls.__dict__:
+    if _own_replace(cls.__dict__, name):
         return False  # dataclasses gives the dataclass a __replace__ of its own: so does metakit
-    for base in cls.__mro__[1:]:
-        namespace = base.__dict__
-        if (id(base), name) in coming_back:
-            return False
-        if name in namespace:
-            return not is_ours(namespace, name, namespace[name])
-    return False
+    # Through any base: a generated method of one base does not hide a user's of another.
+    return _next_users(cls.__mro__, 1, name, coming_back) is not None
 
 
 def _guard_bases(cls: type) -> None:
-    """Rule 2: above the first user method in *cls*'s MRO, let no generated method serve a base's fields only."""
+    """Rule 2: where a call on an instance of *cls* can reach a user's method, no base's generated method stays."""
     mro = cls.__mro__
-    for at, base in enumerate(mro):
-        if _holds_a_users_method(base):
-            _dispatch(mro[at + 1 :])
-            return
+    if any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES):
+        _dispatch(mro[1:])
 
 
 def _dispatch(classes: tuple[type, ...]) -> None:
-    """Replace each generated method in *classes* by ``ZeroCopy``'s, which serves the instance's own class."""
+    """Replace each generated method in *classes* by a forwarder, which serves the instance's own class."""
     for above in classes:
         namespace = above.__dict__
         for name in METHOD_NAMES:
             if holds_generated(namespace, namespace.get(name)):
-                _set(above, name, _DISPATCHERS[name])
+                _set(above, name, _forwarder(above, name))
 
 
-def _holds_a_users_method(cls: type) -> bool:
-    namespace = cls.__dict__
-    return any(name in namespace and not is_ours(namespace, name, namespace[name]) for name in METHOD_NAMES)
+def _forwarder(holder: type, name: str) -> Any:
+    """What rule 2 puts in place of *holder*'s generated method *name*.
+
+    A call goes on as Python's would if metakit's methods were not there: to
+    the next user's method after *holder* in the instance's MRO, or else to
+    the generated code of the instance's own class (as ``ZeroCopy``'s method
+    does).
+    """
+    caller, attribute = _SERVED[name]
+
+    def forward(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        mro = type(self).__mro__
+        for at, klass in enumerate(mro):  # by identity: a metaclass may define __eq__
+            if klass is holder:
+                users = None if _own_replace(holder.__dict__, name) else _next_users(mro, at + 1, name)
+                if users is not None:
+                    method = mro[users].__dict__[name]
+                    bind = getattr(type(method), "__get__", None)  # as attribute lookup binds it
+                    return (method if bind is None else bind(method, self, type(self)))(*args, **kwargs)
+                break
+        return getattr(instance_methods(self, caller), attribute)(self, *args, **kwargs)
+
+    forward.__name__ = name
+    forward.__qualname__ = f"{holder.__qualname__}.{name}"
+    forward.__module__ = holder.__module__
+    forward.__doc__ = _DISPATCHERS[name].__doc__
+    return forward
+
+
+_SERVED: Final = {ASDICT: (ASDICT, "asdict"), ASTUPLE: (ASTUPLE, "astuple"), REPLACE: ("replace", "replace")}
+"""For each method name: the name its errors give, and its ``GeneratedMethods`` attribute."""
+
+_FORWARDER_CODE: Final = next(
+    const for const in _forwarder.__code__.co_consts if isinstance(const, CodeType) and const.co_name == "forward"
+)
+"""The code that every forwarder runs: how ``is_ours`` knows one."""
+
+
+def _is_forwarder(value: object) -> bool:
+    return getattr(value, "__code__", None) is _FORWARDER_CODE
 
 
 def zerocopy_classes() -> list[type]:

@@ -68,7 +68,7 @@ from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, Unbound
 from mypy.util import correct_relative_import
 
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names
-from metakit._meta import ZeroCopyFields, is_ours
+from metakit._meta import ZeroCopyFields, users_methods
 
 __all__ = ["main", "module_stub", "stub_path"]
 
@@ -548,8 +548,5 @@ def _is_zerocopy_dataclass(cls: type) -> bool:
 
 
 def _generated(cls: type, name: str) -> bool:
-    """Whether *cls*'s method *name* is metakit's (generated, or ``ZeroCopy``'s), not one a user wrote."""
-    for klass in cls.__mro__:
-        if name in vars(klass):
-            return is_ours(vars(klass), name, vars(klass)[name])
-    return False
+    """Whether a call of *cls*'s method *name* runs metakit's code, not a method a user wrote."""
+    return not users_methods(cls, name) and any(name in vars(klass) for klass in cls.__mro__)

@@ -266,8 +266,8 @@ def test_show_prints_exactly_the_generated_source_and_notes_which_methods_it_is_
     assert result.err.splitlines() == notes
     assert "note:" not in result.out
     assert "has no generated methods" not in result.out
-    if qualname == "Reached":  # what makes this case: its own methods are ZeroCopy's, which run the code shown
-        assert all(vars(cls)[method] is vars(metakit.ZeroCopy)[method] for method in METHODS)
+    if qualname == "Reached":  # what makes this case: its own methods are forwarders, which run the code shown
+        assert not any(vars(cls)[method].__code__.co_filename.startswith("<metakit") for method in METHODS)
     if qualname == "Inheriting":
         assert "'block_size': self.block_size" in result.out
 

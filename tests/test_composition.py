@@ -963,3 +963,100 @@ class ABCZeroCopyFields_semantics(ZeroCopyFields, abc.ABCMeta):
 def test_metaclass_combined_with_abc_meta_keeps_the_direct_setattr():
     # ABCMeta has no __setattr__ of its own: nothing to cooperate with.
     assert ABCZeroCopyFields_semantics.__setattr__ is ZeroCopyFields.__setattr__
+
+
+# --- a user's method inherited through another base ------------------------------------------
+
+
+def _drops_wrapper() -> tuple[type, type]:
+    """Two bases of a record: one plain, one whose override leaves its kernel wrapper out (FlashInfer's shape)."""
+
+    @dataclass
+    class Counts(ZeroCopy):
+        num_tokens: int = 1
+
+    @dataclass
+    class DropsWrapper(ZeroCopy):
+        wrapper: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy({"wrapper", *(skip_fields or ())})
+
+    return Counts, DropsWrapper
+
+
+def test_an_override_inherited_through_a_second_base_is_not_hidden_by_the_firsts_generated_method():
+    # DESIGN: "A method that the user wrote in a class body, or inherits from one, is never replaced
+    # by a generated one." Counts writes none: as in Python without metakit, Meta runs DropsWrapper's.
+    Counts, DropsWrapper = _drops_wrapper()
+
+    @dataclass
+    class Meta(Counts, DropsWrapper):
+        page_size: int = 16
+
+    meta = Meta(wrapper=object())
+    assert meta.asdict_zerocopy() == {"num_tokens": 1, "page_size": 16}
+    assert meta.asdict_zerocopy(["page_size"]) == {"num_tokens": 1}
+    assert meta.astuple_zerocopy() == (meta.wrapper, 1, 16)  # no override: the instance's own fields
+    assert metakit.replace(meta, page_size=8) == Meta(num_tokens=1, wrapper=meta.wrapper, page_size=8)
+    assert Counts(2).asdict_zerocopy() == {"num_tokens": 2}  # the first base's own instances are unchanged
+    mt.assert_zerocopy(meta)
+    mt.assert_zerocopy_class(Meta)
+
+
+def test_super_from_an_override_goes_on_to_the_next_users_method_past_generated_ones():
+    Counts, DropsWrapper = _drops_wrapper()
+
+    @dataclass
+    class Tagged(ZeroCopy):
+        tag: str = "t"
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return super().asdict_zerocopy({"tag", *(skip_fields or ())})
+
+    @dataclass
+    class Meta(Tagged, Counts, DropsWrapper):
+        page_size: int = 16
+
+    # Tagged's super() passes Counts (metakit's) and reaches DropsWrapper's, whose super() serves Meta.
+    assert Meta(wrapper=object()).asdict_zerocopy() == {"num_tokens": 1, "page_size": 16}
+    assert Tagged().asdict_zerocopy() == {}
+    mt.assert_zerocopy(Meta())
+
+
+def test_an_override_given_to_a_second_base_later_and_taken_away_again():
+    Counts, _ = _drops_wrapper()
+
+    @dataclass
+    class Plain(ZeroCopy):
+        wrapper: object = None
+
+    @dataclass
+    class Meta(Counts, Plain):
+        page_size: int = 16
+
+    assert Meta().asdict_zerocopy() == {"num_tokens": 1, "wrapper": None, "page_size": 16}
+    Plain.asdict_zerocopy = lambda self, skip_fields=None: {"plain's": True}
+    assert Meta().asdict_zerocopy() == {"plain's": True}
+    assert Counts().asdict_zerocopy() == {"num_tokens": 1}
+    del Plain.asdict_zerocopy
+    assert Meta().asdict_zerocopy() == {"num_tokens": 1, "wrapper": None, "page_size": 16}
+    assert Plain().asdict_zerocopy() == {"wrapper": None}
+
+
+def test_zerocopys_own_method_ends_the_walk_as_it_would_in_python():
+    # ZeroCopy's methods are real methods of a real base: a plain mixin after it in the MRO is never
+    # reached, as in Python, and the record keeps its own generated method.
+    class Mixin:
+        def asdict_zerocopy(self, skip_fields=None):
+            return "mixin"
+
+    Counts, _ = _drops_wrapper()
+
+    @dataclass
+    class Meta(Counts, Mixin):
+        page_size: int = 16
+
+    assert [klass.__name__ for klass in Meta.__mro__] == ["Meta", "Counts", "ZeroCopy", "Mixin", "object"]
+    assert Meta().asdict_zerocopy() == {"num_tokens": 1, "page_size": 16}
+    assert Meta.__dict__["asdict_zerocopy"].__code__.co_filename.startswith("<metakit")

@@ -1582,8 +1582,8 @@ def test_a_class_decorated_after_it_has_a_subclass_gets_the_rules_for_its_family
             return ("below's own", super().__replace__(**changes))
 
     dataclass(Late)
-    # Below's override reaches Late's method through super(): it serves the instance's own class.
-    assert Late.__dict__["__replace__"] is ZeroCopy.__dict__["__replace__"]
+    # Below's override reaches Late's method through super(): a forwarder, which serves the instance's own class.
+    assert not Late.__dict__["__replace__"].__code__.co_filename.startswith("<metakit")
     assert Late(1).__replace__(a=3) == Late(3)
     assert metakit.replace(Late(1), a=3) == Late(3)
     own, made = Below(1).__replace__(a=2)
