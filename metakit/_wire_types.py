@@ -4,11 +4,13 @@ A record's annotations are resolved once per class, the first time a
 record of it travels (never while the class is created), each field on its
 own: a field whose annotation cannot be resolved (a name imported only under
 ``TYPE_CHECKING``) checks nothing.  What a check knows: ``None``, ``bool``,
-``int``, ``float``, ``str``, ``bytes``, unions, ``list``/``tuple``/``dict``
-and their ``typing`` and ``collections.abc`` spellings, ``torch.Tensor``,
-``torch.dtype``, ``torch.device`` and record classes.  Anything else
-(``Any``, a ``Protocol``, a ``TypeVar``, a ``Callable``, another class)
-accepts any value that can travel.
+``int``, ``float``, ``str``, ``bytes``, unions, ``Literal``, ``NewType``,
+``Annotated``, ``list``/``tuple``/``dict`` and their ``typing`` and
+``collections.abc`` spellings, ``TypedDict`` (a dict with ``str`` keys),
+``torch.Tensor``, ``torch.dtype``, ``torch.device`` and record classes.  Any
+other class takes its instances (which travel only pickled).  ``Any``,
+``object``, a ``Protocol``, a ``TypeVar`` and a ``Callable`` accept any value
+that can travel.
 
 As in typing, a ``bool`` is an ``int`` and an ``int`` is a ``float``; and a
 field whose default is ``None`` accepts ``None`` (``x: torch.Tensor = None``,
@@ -111,6 +113,9 @@ _SCALARS: Final = {
 }
 
 _ANY_SPEC: Final = _Spec(ANYTHING, "any", lambda value, path: None)
+
+_SAY_NOTHING: Final[tuple[object, ...]] = (collections.abc.Callable, object)
+"""Classes whose values a check cannot tell apart from others (any value is an ``object``; a callable never travels)."""
 
 _LISTS: Final = {list, collections.abc.MutableSequence}
 _SEQUENCES: Final = {collections.abc.Sequence}
@@ -237,6 +242,31 @@ def _record(cls: type) -> _Spec:
     return _leaf(cls.__qualname__, check)
 
 
+def _literal(values: tuple[object, ...]) -> _Spec:
+    """``Literal[...]``: one of *values*, of its very type (``True`` is no ``Literal[1]``)."""
+    options = tuple((type(value), value) for value in values)
+
+    def check(value: object) -> bool:
+        return any(type(value) is kind and value == option for kind, option in options)
+
+    return _leaf(f"Literal[{', '.join(map(repr, values))}]", check)
+
+
+def _instance(cls: type) -> _Spec:
+    """Any other class: an instance of it (which arrives only pickled, with ``allow_pickle``)."""
+    try:
+        isinstance(None, cls)
+    except TypeError:  # a TypedDict, a Protocol that is not runtime-checkable: says nothing a check can use
+        return _ANY_SPEC
+    ref = weakref.ref(cls)  # weak, as for a record class: the checks are cached beside the record's class
+
+    def check(value: object) -> bool:
+        expected = ref()
+        return expected is None or isinstance(value, expected)
+
+    return _leaf(f"{cls.__module__}.{cls.__qualname__}", check)
+
+
 def spec_of(annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912  # one branch per kind of annotation
     """The check of a resolved annotation."""
     if annotation is None or annotation is type(None):
@@ -250,26 +280,34 @@ def spec_of(annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912  # one branc
     if origin is typing.Union or origin is types.UnionType:
         return _union([spec_of(argument) for argument in arguments])
     if origin is typing.Literal:
-        return _ANY_SPEC
+        return _literal(arguments)
+    if isinstance(annotation, typing.NewType):
+        return spec_of(annotation.__supertype__)
     if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006
         return _items((list,), spec_of(arguments[0]) if arguments else _ANY_SPEC, "list")
     if origin in _SEQUENCES or annotation in _SEQUENCES:
         return _items((list, tuple), spec_of(arguments[0]) if arguments else _ANY_SPEC, "list | tuple")
-    if origin is tuple or annotation is tuple or annotation is typing.Tuple:  # noqa: UP006
-        if not arguments or (len(arguments) == 2 and arguments[1] is Ellipsis):
-            return _items((tuple,), spec_of(arguments[0]) if arguments else _ANY_SPEC, "tuple")
-        if arguments == ((),):  # tuple[()]
+    if origin is tuple or annotation is tuple:
+        if annotation is typing.Tuple or (origin is None and not arguments):  # noqa: UP006
+            return _items((tuple,), _ANY_SPEC, "tuple")
+        if not arguments or arguments == ((),):  # tuple[()]: 3.11 on, and 3.10
             return _fixed_tuple([], "tuple")
+        if len(arguments) == 2 and arguments[1] is Ellipsis:
+            return _items((tuple,), spec_of(arguments[0]), "tuple")
         return _fixed_tuple([spec_of(argument) for argument in arguments], "tuple")
     if origin in _DICTS or annotation in _DICTS or annotation is typing.Dict:  # noqa: UP006
         key, value = (spec_of(arguments[0]), spec_of(arguments[1])) if len(arguments) == 2 else (_ANY_SPEC, _ANY_SPEC)
         return _mapping(key, value, "dict")
-    if isinstance(annotation, type) and origin is None:
-        if isinstance(annotation, ZeroCopyFields) and "__dataclass_fields__" in dir(annotation):
-            return _record(annotation)
-        if issubclass(annotation, torch.Tensor):
-            return _SCALARS[torch.Tensor]
-    return _ANY_SPEC
+    target = annotation if origin is None else origin  # ``Box[int]`` is checked as ``Box``
+    if not isinstance(target, type) or target in _SAY_NOTHING or getattr(target, "_is_protocol", False):
+        return _ANY_SPEC  # Any, a TypeVar, a Callable, a Protocol
+    if isinstance(target, ZeroCopyFields) and "__dataclass_fields__" in dir(target):
+        return _record(target)
+    if issubclass(target, torch.Tensor):
+        return _SCALARS[torch.Tensor]
+    if typing.is_typeddict(target):
+        return _mapping(_SCALARS[str], _ANY_SPEC, "dict")
+    return _instance(target)
 
 
 # --- resolving a class's annotations ------------------------------------------
@@ -281,6 +319,9 @@ def spec_of(annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912  # one branc
 # the text's and triggers no lazy import.
 
 _TOKEN: Final = re.compile(r"\s*(?:(\.\.\.)|([A-Za-z_][\w.]*)|('[^']*'|\"[^\"]*\")|(-?\d+)|([\[\](),|]))")
+
+
+_LITERAL_NAMES: Final[dict[str, object]] = {"True": True, "False": False, "None": None}
 
 
 class _Unresolved(Exception):
@@ -328,6 +369,14 @@ class _Parser:
 
     def term(self) -> object:
         value = self.atom()
+        if self.peek() == "[" and value is typing.Literal:
+            self.take()
+            return typing.Literal[tuple(self.listed(self.literal))]
+        if self.peek() == "[" and value is typing.Annotated:
+            self.take()
+            annotated = self.expr()
+            self.skip_to_bracket()  # the metadata: any text the tokens read, never looked up
+            return annotated
         if self.peek() == "[":
             self.take()
             arguments = [self.expr()]
@@ -339,6 +388,41 @@ class _Parser:
                 raise _Unresolved("unbalanced brackets")
             value = value[arguments[0] if len(arguments) == 1 else tuple(arguments)]  # type: ignore[index]
         return value
+
+    def listed(self, item: Callable[[], object]) -> list[object]:
+        """Items separated by commas, up to and past the closing ``]``."""
+        items = [item()]
+        while self.peek() == ",":
+            self.take()
+            items.append(item())
+        if self.take()[1] != "]":
+            raise _Unresolved("unbalanced brackets")
+        return items
+
+    def literal(self) -> object:
+        """A value in ``Literal[...]``: a str, an int, ``True``, ``False``, ``None`` or a dotted name (an enum's)."""
+        kind, text = self.take()
+        if kind == "string":
+            return text[1:-1]
+        if kind == "number":
+            return int(text)
+        if kind == "name":
+            return _LITERAL_NAMES[text] if text in _LITERAL_NAMES else self.name(text)
+        raise _Unresolved(text)
+
+    def skip_to_bracket(self) -> None:
+        """Pass the tokens up to and past the ``]`` that closes the brackets open here."""
+        depth = 0
+        while True:
+            text = self.take()[1]
+            if text in ("[", "("):
+                depth += 1
+            elif text in ("]", ")"):
+                if depth == 0:
+                    if text != "]":
+                        raise _Unresolved("unbalanced brackets")
+                    return
+                depth -= 1
 
     def atom(self) -> object:
         kind, text = self.take()

@@ -303,6 +303,7 @@ class _Codec:
         "_builder",
         "_checks",
         "_encoder",
+        "_required",
         "default_names",
         "digest",
         "fields",
@@ -310,7 +311,6 @@ class _Codec:
         "later",
         "name",
         "position",
-        "required",
         "travelling",
     )
 
@@ -325,13 +325,30 @@ class _Codec:
         self.init = frozenset(f.name for f in all_fields if f.init)
         self.later = any(not f.init for f in all_fields)
         """Whether the class has ``init=False`` fields, set after ``__init__``."""
-        parameters = _signature(cls).parameters.values()
-        self.required = frozenset(
-            p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        )
+        self._required: frozenset[str] | None = None
         self._checks: FieldChecks | None = None
         self._encoder: Encoder | bool | None = False
         self._builder: Builder | bool | None = False
+
+    def required(self, cls: type) -> frozenset[str]:
+        """The parameters that calling *cls* requires, read the first time a record of it is sent.
+
+        Only the sender asks: a receiver never reads a signature, whose text
+        ``inspect`` may compile.  One that cannot be read requires nothing
+        here: the receiver's call of the class then says what is missing.
+        """
+        if self._required is None:
+            try:
+                parameters = _signature(cls).parameters.values()
+            except (TypeError, ValueError):  # a builtin __init__, a __signature__ that is not one
+                self._required = frozenset()
+            else:
+                self._required = frozenset(
+                    p.name
+                    for p in parameters
+                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                )
+        return self._required
 
     def checks(self, cls: type) -> FieldChecks:
         if self._checks is None:
@@ -351,7 +368,7 @@ class _Codec:
                 make_encoder(cls.__qualname__, names, self.checks(cls), asdict, getattr(cls, "__getstate__", None))
                 if holds_generated(vars(cls), asdict)
                 and _custom_getstate(cls) is None
-                and self.required.issubset(names)
+                and self.required(cls).issubset(names)
                 and unwritable(names) is None  # the names are written into the encoder's source
                 else None
             )
@@ -435,7 +452,7 @@ def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str
     if getstate is not None:
         state = _state_dict(cls, getstate(obj))
         chosen = {name: state[name] for name in chosen if name in state}
-    missing = codec.required.difference(chosen)
+    missing = codec.required(cls).difference(chosen)
     if missing:
         raise TypeError(
             f"{cls.__qualname__}.__init__ requires {', '.join(sorted(map(repr, missing)))}, which would not travel "
@@ -1070,7 +1087,9 @@ def _read(
             f"a header of format {version} arrived, and this metakit reads only format {FORMAT}: "
             "do both sides run the same version of metakit?"
         )
-    reader = _Reader(sources, sizes, allow_pickle)
+    # The lanes' shared buffers come first: buffer 0, and buffer 1 if it is lane 1's (a broadcast's).
+    shared = 2 if count >= 2 and header[_TABLE_HEAD.size + 8 * count + 1] == 1 else 1
+    reader = _Reader(sources, sizes, shared, allow_pickle)
     outer = getattr(_reading, "reader", None)  # an __init__ of a record that unpacks another record
     _reading.reader = reader
     try:
@@ -1097,9 +1116,12 @@ _BODY: Final = msgspec.msgpack.Decoder(tuple[str, int, Any, msgspec.Raw])
 class _Reader:
     """Reads one header: msgpack into plain values, each tensor a checked view of the buffer it lies in."""
 
-    def __init__(self, sources: Sequence[Source], sizes: Sequence[int], allow_pickle: AllowPickle) -> None:
+    def __init__(self, sources: Sequence[Source], sizes: Sequence[int], shared: int, allow_pickle: AllowPickle) -> None:
         self.sources = sources
         self.sizes = sizes
+        self.shared = shared
+        """How many buffers are shared by small tensors, each at a multiple of ``ALIGN``; the rest hold one large
+        tensor each, from their start."""
         self.buffers: dict[int, torch.Tensor] = {}
         """The buffers read as ``uint8`` tensors, made when a tensor first needs one."""
         self.allow_pickle = allow_pickle
@@ -1181,9 +1203,10 @@ class _Reader:
             kind == _NEW
             and flags <= _REQUIRES_GRAD  # on the CPU, contiguous, narrow: no number reaches 2**62
             and nbytes
+            and reference < self.shared
             and reference < len(self.sizes)
             and self.ends[reference] <= offset
-            and not offset % itemsize
+            and not offset % ALIGN
             and offset + nbytes <= self.sizes[reference]
             and type(self.sources[reference]) in _BYTES
         ):
@@ -1217,11 +1240,12 @@ class _Reader:
         if max(spec) >= _MAX_SIZE:
             raise WireError(f"tensor {index} has a size, stride or offset out of range: {spec[5:]}")
         if not nbytes:
+            if kind != _NEW or reference or offset:
+                raise WireError(f"tensor {index} has no elements, so lies in no buffer, but its spec places it")
             return self.empty(index, device, dtype, shape, strides or _contiguous_strides(shape), flags)
         if kind == _NEW:
             buffer = reference
-            if buffer >= len(self.sizes) or offset < self.ends[buffer]:
-                raise WireError(f"tensor {index} lies in buffer {buffer}, not after the tensors before it there")
+            self.check_place(index, buffer, offset, nbytes)
             if strides is not None and not _dense(shape, strides):
                 raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
             end = self.ends[buffer] = offset + nbytes
@@ -1242,6 +1266,17 @@ class _Reader:
             _require_grad(index, tensor)
         self.tensors.append(tensor)
         return tensor
+
+    def check_place(self, index: int, buffer: int, offset: int, nbytes: int) -> None:
+        """Refuse tensor *index*'s own bytes at *offset* of *buffer* unless a sender could have put them there."""
+        if buffer >= len(self.sizes) or offset < self.ends[buffer]:
+            raise WireError(f"tensor {index} lies in buffer {buffer}, not after the tensors before it there")
+        # In a shared buffer: at a multiple of ALIGN.  In one of its own: at its start, and large.
+        if offset % ALIGN if buffer < self.shared else offset or nbytes < PACK_OWN_BUFFER:
+            raise WireError(
+                f"tensor {index} of {nbytes} bytes lies at byte {offset} of buffer {buffer}: a small tensor shares"
+                f" a lane's first buffer at a multiple of {ALIGN}, a large one starts a buffer of its own"
+            )
 
     def buffer(self, index: int) -> torch.Tensor:
         """Buffer *index* as a ``uint8`` tensor."""
