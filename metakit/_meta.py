@@ -399,18 +399,31 @@ def _forwarder(holder: type, name: str) -> Any:
     does).
     """
     caller, attribute = _SERVED[name]
+    walks = not _own_replace(holder.__dict__, name)
+    dispatcher = _DISPATCHERS[name]
 
     def forward(self: Any, /, *args: Any, **kwargs: Any) -> Any:
-        mro = type(self).__mro__
-        for at, klass in enumerate(mro):  # by identity: a metaclass may define __eq__
-            if klass is holder:
-                users = None if _own_replace(holder.__dict__, name) else _next_users(mro, at + 1, name)
-                if users is not None:
-                    method = mro[users].__dict__[name]
-                    bind = getattr(type(method), "__get__", None)  # as attribute lookup binds it
-                    return (method if bind is None else bind(method, self, type(self)))(*args, **kwargs)
+        cls = type(self)
+        passed = False  # whether holder is behind: then look on for a user's method
+        for klass in cls.__mro__ if walks else ():
+            if not passed:
+                passed = klass is holder  # by identity: a metaclass may define __eq__
+                continue
+            namespace = klass.__dict__
+            method = namespace.get(name, _ABSENT)
+            if method is _ABSENT:
+                continue
+            if method is dispatcher:
+                break  # ZeroCopy's: it serves the instance's own class, as below
+            if not is_ours(namespace, name, method):
+                bind = getattr(type(method), "__get__", None)  # as attribute lookup binds it
+                return (method if bind is None else bind(method, self, cls))(*args, **kwargs)
+            if _own_replace(namespace, name):
                 break
-        return getattr(instance_methods(self, caller), attribute)(self, *args, **kwargs)
+        methods = getattr(cls, STATE, None)
+        if type(methods) is not GeneratedMethods:
+            methods = instance_methods(self, caller)
+        return getattr(methods, attribute)(self, *args, **kwargs)
 
     forward.__name__ = name
     forward.__qualname__ = f"{holder.__qualname__}.{name}"
