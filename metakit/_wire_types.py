@@ -267,8 +267,18 @@ def _instance(cls: type) -> _Spec:
     return _leaf(f"{cls.__module__}.{cls.__qualname__}", check)
 
 
-def spec_of(annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912  # one branch per kind of annotation
-    """The check of a resolved annotation."""
+def spec_of(annotation: object, read: Callable[[str], object] | None = None) -> _Spec:  # noqa: PLR0911, PLR0912
+    """The check of a resolved annotation (one branch per kind of annotation).
+
+    *read* resolves text met inside it (``Optional["Inner"]``, ``list["int"]``): a
+    name there is looked up where the annotation was written.
+    """
+    if isinstance(annotation, (str, typing.ForwardRef)):
+        text = annotation if isinstance(annotation, str) else annotation.__forward_arg__
+        try:
+            annotation = read(text) if read is not None else Any
+        except Exception:  # a name imported only under TYPE_CHECKING, text the parser cannot read
+            annotation = Any
     if annotation is None or annotation is type(None):
         return _SCALARS[type(None)]
     if isinstance(annotation, type) and annotation in _SCALARS:
@@ -276,27 +286,31 @@ def spec_of(annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912  # one branc
     origin = typing.get_origin(annotation)
     arguments = typing.get_args(annotation)
     if origin is typing.Annotated:
-        return spec_of(arguments[0])
+        return spec_of(arguments[0], read)
     if origin is typing.Union or origin is types.UnionType:
-        return _union([spec_of(argument) for argument in arguments])
+        return _union([spec_of(argument, read) for argument in arguments])
     if origin is typing.Literal:
         return _literal(arguments)
     if isinstance(annotation, typing.NewType):
-        return spec_of(annotation.__supertype__)
+        return spec_of(annotation.__supertype__, read)
     if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006
-        return _items((list,), spec_of(arguments[0]) if arguments else _ANY_SPEC, "list")
+        return _items((list,), spec_of(arguments[0], read) if arguments else _ANY_SPEC, "list")
     if origin in _SEQUENCES or annotation in _SEQUENCES:
-        return _items((list, tuple), spec_of(arguments[0]) if arguments else _ANY_SPEC, "list | tuple")
+        return _items((list, tuple), spec_of(arguments[0], read) if arguments else _ANY_SPEC, "list | tuple")
     if origin is tuple or annotation is tuple:
         if annotation is typing.Tuple or (origin is None and not arguments):  # noqa: UP006
             return _items((tuple,), _ANY_SPEC, "tuple")
         if not arguments or arguments == ((),):  # tuple[()]: 3.11 on, and 3.10
             return _fixed_tuple([], "tuple")
         if len(arguments) == 2 and arguments[1] is Ellipsis:
-            return _items((tuple,), spec_of(arguments[0]), "tuple")
-        return _fixed_tuple([spec_of(argument) for argument in arguments], "tuple")
+            return _items((tuple,), spec_of(arguments[0], read), "tuple")
+        return _fixed_tuple([spec_of(argument, read) for argument in arguments], "tuple")
     if origin in _DICTS or annotation in _DICTS or annotation is typing.Dict:  # noqa: UP006
-        key, value = (spec_of(arguments[0]), spec_of(arguments[1])) if len(arguments) == 2 else (_ANY_SPEC, _ANY_SPEC)
+        key, value = (
+            (spec_of(arguments[0], read), spec_of(arguments[1], read))
+            if len(arguments) == 2
+            else (_ANY_SPEC, _ANY_SPEC)
+        )
         return _mapping(key, value, "dict")
     target = annotation if origin is None else origin  # ``Box[int]`` is checked as ``Box``
     if not isinstance(target, type) or target in _SAY_NOTHING or getattr(target, "_is_protocol", False):
@@ -318,7 +332,11 @@ def spec_of(annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912  # one branc
 # ``compile`` or ``getattr``, so resolving them on a receiver runs no code of
 # the text's and triggers no lazy import.
 
-_TOKEN: Final = re.compile(r"\s*(?:(\.\.\.)|([A-Za-z_][\w.]*)|('[^']*'|\"[^\"]*\")|(-?\d+)|([\[\](),|]))")
+_TOKEN: Final = re.compile(
+    r"\s*(?:(\.\.\.)|(b'[^']*'|b\"[^\"]*\")|([A-Za-z_][\w.]*)|('[^']*'|\"[^\"]*\")|(-?\d+)|([\[\](),|])|(\S))"
+)
+"""The parser's tokens, by kind (``_KINDS``).  An ``other`` token may appear only in ``Annotated``'s metadata."""
+_KINDS: Final = ("ellipsis", "bytes", "name", "string", "number", "punctuation", "other")
 
 
 _LITERAL_NAMES: Final[dict[str, object]] = {"True": True, "False": False, "None": None}
@@ -338,12 +356,16 @@ class _Parser:
             match = _TOKEN.match(text, position)
             if match is None:
                 raise _Unresolved(text)
-            kinds = ("ellipsis", "name", "string", "number", "punctuation")
-            kind = next(kind for kind, group in zip(kinds, match.groups(), strict=True) if group is not None)
-            self.tokens.append((kind, match.group(kinds.index(kind) + 1)))
+            kind = next(kind for kind, group in zip(_KINDS, match.groups(), strict=True) if group is not None)
+            self.tokens.append((kind, match.group(_KINDS.index(kind) + 1)))
             position = match.end()
         self.namespaces = namespaces
         self.next = 0
+
+    @classmethod
+    def reader(cls, namespaces: tuple[Mapping[str, Any], ...]) -> Callable[[str], object]:
+        """What reads an annotation's text, its names looked up in *namespaces*."""
+        return lambda text: cls(text, namespaces).parse()
 
     def parse(self) -> object:
         value = self.expr()
@@ -404,6 +426,8 @@ class _Parser:
         kind, text = self.take()
         if kind == "string":
             return text[1:-1]
+        if kind == "bytes":
+            return text[2:-1].encode()
         if kind == "number":
             return int(text)
         if kind == "name":
@@ -471,16 +495,20 @@ def _owner(cls: type, f: Field[Any]) -> type:
     return cls
 
 
-def _resolve(f: Field[Any], cls: type) -> object:
-    """The annotation of the field *f* of *cls*, read where it was written; ``Any`` if it cannot be."""
+def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
+    """Where the names in the annotation of the field *f* of *cls* are looked up: where it was written."""
+    owner = _owner(cls, f)
+    module = sys.modules.get(owner.__module__)
+    return (owner.__dict__, module.__dict__ if module is not None else {}, builtins.__dict__)
+
+
+def _resolve(f: Field[Any], namespaces: tuple[Mapping[str, Any], ...]) -> object:
+    """The annotation of the field *f*, its text read in *namespaces*; ``Any`` if it cannot be."""
     annotation: object = f.type
     if isinstance(annotation, typing.ForwardRef):
         annotation = annotation.__forward_arg__
     if not isinstance(annotation, str):
         return annotation
-    owner = _owner(cls, f)
-    module = sys.modules.get(owner.__module__)
-    namespaces = (owner.__dict__, module.__dict__ if module is not None else {}, builtins.__dict__)
     try:
         return _Parser(annotation, namespaces).parse()
     except Exception:  # a name imported only under TYPE_CHECKING, text the parser cannot read: checks nothing
@@ -511,7 +539,8 @@ def field_checks(cls: type) -> FieldChecks:
     specs: dict[str, _Spec] = {}
     for f in fields(cls):
         try:
-            spec = spec_of(_resolve(f, cls))
+            namespaces = _namespaces(cls, f)
+            spec = spec_of(_resolve(f, namespaces), _Parser.reader(namespaces))
         except Exception:  # an annotation that typing itself cannot take apart checks nothing
             spec = _ANY_SPEC
         if f.default is None and not spec.check(None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from dataclasses import dataclass, fields, make_dataclass, replace
+from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import Annotated, Any, Literal, NewType, Protocol, Tuple, TypedDict  # noqa: UP035
 
 import msgspec
@@ -458,6 +458,10 @@ _ANNOTATED: list[tuple[object, object, object]] = [
     (Tuple[()], (), (1, "x")),  # noqa: UP006  # typing's spelling, on purpose
     (Annotated[int, "number of tokens"], 3, "3"),
     (Annotated[int, 5], 3, "3"),
+    (Annotated[int, {"unit": "tokens"}], 3, "3"),
+    (Annotated[list[int], lambda: 0], [3], ["3"]),
+    (Literal[b"x"], b"x", b"y"),
+    (list["int"], [1], ["x"]),  # text inside an annotation object
 ]
 _ANY_VALUE: list[object] = [Shaped, Callable[[int], int], object]
 
@@ -476,6 +480,10 @@ class Written(ZeroCopy):
     empty_typing: Tuple[()] = ()  # noqa: UP006
     doc: Annotated[int, "number of tokens"] = 3
     number: Annotated[int, 5] = 3
+    unit: Annotated[int, {"unit": "tokens"}] = 3
+    made: Annotated[list[int], lambda: 0] = field(default_factory=lambda: [3])
+    tag: Literal[b"x"] = b"x"
+    counts: list["int"] = field(default_factory=lambda: [1])  # noqa: UP037  # text inside text, on purpose
 
 
 Built = make_dataclass(
@@ -503,9 +511,9 @@ def test_every_annotation_that_names_a_type_is_checked_on_both_sides(cls: type, 
     record = cls(*(good for _, good, _ in _ANNOTATED))
     assert wire.unpack(*wire.pack(record)) == record
     name = [f.name for f in fields(cls)][index]
-    with pytest.raises(TypeError, match=rf"Expected `[^`]+`, got `[^`]+` - at `\$\.{name}`"):
+    with pytest.raises(TypeError, match=rf"Expected `[^`]+`, got `[^`]+` - at `\$\.{name}(\[0\])?`"):
         wire.pack(replace(record, **{name: bad}))
-    with pytest.raises(WireError, match=rf"Expected `[^`]+`, got `[^`]+` - at `\$\.{name}`"):
+    with pytest.raises(WireError, match=rf"Expected `[^`]+`, got `[^`]+` - at `\$\.{name}(\[0\])?`"):
         wire.unpack(_with_value(record, index, bad), wire.pack(record).buffers)
 
 
