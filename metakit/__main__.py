@@ -194,9 +194,12 @@ def _show_notes(cls: type) -> list[str]:
             continue  # metakit's: what an instance of *cls* runs is the code below
         owner = users[0]
         whose = "the class's own method" if owner is cls else f"{owner.__qualname__}.{method}, which it inherits"
-        notes.append(
-            f"{name}.{method} is {whose}, not the code below, which super().{method}() and the function forms run"
-        )
+        mro = cls.__mro__
+        last = next(at for at, klass in enumerate(mro) if klass is users[-1])
+        # Past the last user's method only metakit's lie: super() reaches them, if there are any.
+        reached = any(method in vars(klass) for klass in mro[last + 1 :])
+        runs = f"super().{method}() and the function forms run" if reached else "the function forms run"
+        notes.append(f"{name}.{method} is {whose}, not the code below, which {runs}")
     return notes
 
 

@@ -43,7 +43,7 @@ METHODS = ("asdict_zerocopy", "astuple_zerocopy", "__replace__")
 SOURCE = """
 from dataclasses import dataclass, field
 
-from metakit import OMIT, ZeroCopy
+from metakit import OMIT, ZeroCopy, ZeroCopyFields
 
 
 @dataclass
@@ -78,8 +78,8 @@ class Reached(ZeroCopy):
     seq_len: int
 
 
-# Each reaches its own method of Reached through super(): Reached's generated methods now
-# serve through ZeroCopy's (rule 2).
+# Each reaches its own method of Reached through super(): Reached's generated methods are now
+# forwarders, which serve the instance's own class (rule 2).
 @dataclass
 class Overriding(Reached):
     def asdict_zerocopy(self, skip_fields=None):
@@ -120,6 +120,14 @@ class LaterTuple(ZeroCopy):
 
 
 LaterTuple.astuple_zerocopy = lambda self: (self.seq_len,)
+
+
+@dataclass
+class MetaOnly(metaclass=ZeroCopyFields):  # no ZeroCopy base: super() in its override reaches nothing
+    seq_len: int = 0
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return {}
 
 
 @dataclass
@@ -248,6 +256,14 @@ NOTE_INHERITED = (
         pytest.param("Inheriting", [NOTE_INHERITED], id="inherited-override"),
         pytest.param("Deleted", [], id="override-deleted-again"),
         pytest.param("LaterTuple", [_note_own("LaterTuple", "astuple_zerocopy")], id="override-assigned-later"),
+        pytest.param(
+            "MetaOnly",
+            [
+                "note: MetaOnly.asdict_zerocopy is the class's own method, not the code below,"
+                " which the function forms run"
+            ],
+            id="no-zerocopy-base",
+        ),
         pytest.param("Borrowing", [_note_own("Borrowing", "asdict_zerocopy")], id="another-classs-generated-method"),
     ],
 )
