@@ -20,7 +20,7 @@ from pathlib import Path
 
 import metakit
 from metakit._fields import METHOD_NAMES
-from metakit._meta import users_methods
+from metakit._meta import reaches_metakit, users_methods
 
 _COMMANDS = {
     "bench": "measure metakit against its peers on the example engine metadata",
@@ -194,10 +194,7 @@ def _show_notes(cls: type) -> list[str]:
             continue  # metakit's: what an instance of *cls* runs is the code below
         owner = users[0]
         whose = "the class's own method" if owner is cls else f"{owner.__qualname__}.{method}, which it inherits"
-        mro = cls.__mro__
-        last = next(at for at, klass in enumerate(mro) if klass is users[-1])
-        # Past the last user's method only metakit's lie: super() reaches them, if there are any.
-        reached = any(method in vars(klass) for klass in mro[last + 1 :])
+        reached = reaches_metakit(cls, users, method)
         runs = f"super().{method}() and the function forms run" if reached else "the function forms run"
         notes.append(f"{name}.{method} is {whose}, not the code below, which {runs}")
     return notes

@@ -160,6 +160,17 @@ def users_methods(cls: type, name: str) -> list[type]:
     return found
 
 
+def reaches_metakit(cls: type, users: list[type], name: str) -> bool:
+    """Whether metakit's code serves a call on an instance of *cls* once *users* (``users_methods``) have run.
+
+    So it does when there are none and the class has the method at all, or when a
+    class past the last of them holds it: only metakit's lie there.
+    """
+    mro = cls.__mro__
+    start = next(at for at, klass in enumerate(mro) if klass is users[-1]) + 1 if users else 0
+    return any(name in vars(klass) for klass in mro[start:])
+
+
 def _next_users(
     mro: tuple[type, ...], start: int, name: str, coming_back: Set[tuple[int, str]] = frozenset()
 ) -> int | None:

@@ -37,7 +37,7 @@ import metakit
 from metakit import _functions
 from metakit._codegen import holds_generated
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
-from metakit._meta import is_ours, users_methods
+from metakit._meta import reaches_metakit, users_methods
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
 
@@ -326,10 +326,9 @@ class _Checker:
             ),
         ]
         overrides = users_methods(cls, method)
-        mro = cls.__mro__
-        after = mro[next(at for at, owner in enumerate(mro) if owner is overrides[-1]) + 1 :] if overrides else mro
-        if any(method in vars(owner) and is_ours(vars(owner), method, vars(owner)[method]) for owner in after):
-            # Generated code serves the instance, or the last override reaches it.
+        if reaches_metakit(
+            cls, overrides, method
+        ):  # generated code serves the instance, or the last override reaches it
             if not overrides:
                 forms.append(_Form(_GENERATED, f"obj.{method}", getattr(obj, method), True))
             else:
