@@ -20,7 +20,7 @@ from pathlib import Path
 
 import metakit
 from metakit._fields import METHOD_NAMES
-from metakit._meta import reaches_metakit, users_methods
+from metakit._overrides import reaches_metakit, users_methods
 
 _COMMANDS = {
     "bench": "measure metakit against its peers on the example engine metadata",

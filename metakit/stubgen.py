@@ -68,7 +68,8 @@ from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, Unbound
 from mypy.util import correct_relative_import
 
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names
-from metakit._meta import ZeroCopyFields, users_methods
+from metakit._meta import ZeroCopyFields
+from metakit._overrides import users_methods
 
 __all__ = ["main", "module_stub", "stub_path"]
 

@@ -37,7 +37,7 @@ import metakit
 from metakit import _functions
 from metakit._codegen import holds_generated
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
-from metakit._meta import reaches_metakit, users_methods
+from metakit._overrides import reaches_metakit, users_methods
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
 

@@ -1,0 +1,216 @@
+"""Which method a call reaches: a user's, or metakit's, and the forwarders of rule 2.
+
+``_meta`` decides when a class gets its generated methods; this module
+decides where they may stand, by the rules that ``_meta``'s docstring
+gives.  Rule 1: a user's method (one that ``is_ours`` does not know) is
+never replaced, and a class that inherits one gets no generated method.
+Rule 2: where a call on an instance can reach a user's method, each
+generated method of its bases is replaced by a forwarder, which goes on as
+Python would if metakit's methods were not there.
+
+Everything here reads classes and their namespaces; the changes it decides
+are made by ``_meta``, under its lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Set
+from types import CodeType
+from typing import Any, Final
+
+from metakit._codegen import STATE, GeneratedMethods, holds_generated
+from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE
+from metakit._functions import instance_methods
+
+_set: Final = type.__setattr__
+
+_ABSENT: Final = object()
+_DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", _ABSENT)
+"""The generic ``__replace__`` that ``dataclasses`` gives every dataclass from 3.13 on (so must metakit)."""
+
+DISPATCHERS: Final[dict[str, object]] = {}
+"""``ZeroCopy``'s methods, by name (``_meta`` fills it in once ``ZeroCopy`` exists): each serves the
+instance's own class."""
+
+
+def is_ours(namespace: Mapping[str, Any], name: str, value: object) -> bool:
+    """Whether *value*, found under *name* in the class namespace *namespace*, is a method metakit put there.
+
+    That is a generated method of that class's own, ``ZeroCopy``'s method,
+    a forwarder that rule 2 put there, or the generic ``__replace__`` of
+    3.13's ``dataclasses``.  Anything else is a user's, which the rules never
+    replace.
+    """
+    return (
+        value is DISPATCHERS.get(name)
+        or value is _DATACLASSES_REPLACE
+        or holds_generated(namespace, value)
+        or _is_forwarder(value)
+    )
+
+
+def users_methods(cls: type, name: str) -> list[type]:
+    """The classes whose method *name*, written by a user, a call on an instance of *cls* reaches, in order.
+
+    metakit's methods are passed over, as if they were not there: the first
+    class is the one whose method the call runs, and ``super()`` in each
+    reaches the next.  After the last comes metakit's generated code for the
+    instance's own class, if metakit's method lies beyond it.  The walk ends
+    at ``ZeroCopy``'s method, which serves the instance's own class.
+    """
+    found: list[type] = []
+    mro = cls.__mro__
+    at = _next_users(mro, 0, name)
+    while at is not None:
+        found.append(mro[at])
+        at = _next_users(mro, at + 1, name)
+    return found
+
+
+def reaches_metakit(cls: type, users: list[type], name: str) -> bool:
+    """Whether metakit's code serves a call on an instance of *cls* once *users* (``users_methods``) have run.
+
+    So it does when there are none and the class has the method at all, or when a
+    class past the last of them holds it: only metakit's lie there.
+    """
+    mro = cls.__mro__
+    start = next(at for at, klass in enumerate(mro) if klass is users[-1]) + 1 if users else 0
+    return any(name in vars(klass) for klass in mro[start:])
+
+
+def _next_users(
+    mro: tuple[type, ...], start: int, name: str, coming_back: Set[tuple[int, str]] = frozenset()
+) -> int | None:
+    """Where in *mro*, from *start* on, the next user's method *name* lies; ``None`` if ``ZeroCopy``'s comes first.
+
+    *coming_back* is as for ``placing``: those classes' methods are metakit's.
+    """
+    for at in range(start, len(mro)):
+        namespace = mro[at].__dict__
+        if name not in namespace or (id(mro[at]), name) in coming_back:
+            continue
+        value = namespace[name]
+        if not is_ours(namespace, name, value):
+            return at
+        if value is DISPATCHERS.get(name) or _own_replace(namespace, name):
+            return None
+    return None
+
+
+def _own_replace(namespace: Mapping[str, Any], name: str) -> bool:
+    """Whether *name* is ``__replace__`` in a dataclass's namespace, from 3.13 on.
+
+    There Python itself puts a method of its own (``dataclasses``' generic
+    one, which metakit's takes the place of), and a call stops at it, as at
+    ``ZeroCopy``'s: it serves the instance's own class.
+    """
+    return name is REPLACE and _DATACLASSES_REPLACE is not _ABSENT and "__dataclass_fields__" in namespace
+
+
+def placing(
+    cls: type, methods: GeneratedMethods, coming_back: Set[tuple[int, str]], previous: tuple[object, ...] = ()
+) -> tuple[list[str], list[tuple[str, object]]]:
+    """Rule 1 for *cls*: the names whose generated method must go, and the generated methods it must get.
+
+    *coming_back* holds ``(id(class), name)`` for each generated method that
+    a class above will get back; *previous* are the functions of the methods
+    that *methods* replace (metakit's, not a user's).
+    """
+    namespace = cls.__dict__
+    gone: list[str] = []
+    wanted: list[tuple[str, object]] = []
+    for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
+        own = namespace.get(name, _ABSENT)
+        # (``previous`` by identity: a user's value may define ``__eq__``.)
+        if own is _ABSENT or own is generated or is_ours(namespace, name, own) or any(own is f for f in previous):
+            if _inherits_users(cls, name, coming_back):
+                if own is not _ABSENT:  # the user's method above was put there later
+                    gone.append(name)
+            elif own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own):
+                # (A forwarder, put there by rule 2, stays: it serves the
+                # instance's own class too.)
+                wanted.append((name, generated))
+    return gone, wanted
+
+
+def _inherits_users(cls: type, name: str, coming_back: Set[tuple[int, str]]) -> bool:
+    """Whether *cls* inherits a method of that name that a user wrote.
+
+    *coming_back* is as for ``placing``.
+    """
+    if _own_replace(cls.__dict__, name):
+        return False  # dataclasses gives the dataclass a __replace__ of its own: so does metakit
+    # Through any base: a generated method of one base does not hide a user's of another.
+    return _next_users(cls.__mro__, 1, name, coming_back) is not None
+
+
+def guard_bases(cls: type) -> None:
+    """Rule 2: where a call on an instance of *cls* can reach a user's method, no base's generated method stays."""
+    mro = cls.__mro__
+    if any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES):
+        dispatch(mro[1:])
+
+
+def dispatch(classes: tuple[type, ...]) -> None:
+    """Replace each generated method in *classes* by a forwarder, which serves the instance's own class."""
+    for above in classes:
+        namespace = above.__dict__
+        for name in METHOD_NAMES:
+            if holds_generated(namespace, namespace.get(name)):
+                _set(above, name, _forwarder(above, name))
+
+
+def _forwarder(holder: type, name: str) -> Any:
+    """What rule 2 puts in place of *holder*'s generated method *name*.
+
+    A call goes on as Python's would if metakit's methods were not there: to
+    the next user's method after *holder* in the instance's MRO, or else to
+    the generated code of the instance's own class (as ``ZeroCopy``'s method
+    does).
+    """
+    caller, attribute = _SERVED[name]
+    walks = not _own_replace(holder.__dict__, name)
+    dispatcher = DISPATCHERS[name]
+
+    def forward(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        cls = type(self)
+        passed = False  # whether holder is behind: then look on for a user's method
+        for klass in cls.__mro__ if walks else ():
+            if not passed:
+                passed = klass is holder  # by identity: a metaclass may define __eq__
+                continue
+            namespace = klass.__dict__
+            method = namespace.get(name, _ABSENT)
+            if method is _ABSENT:
+                continue
+            if method is dispatcher:
+                break  # ZeroCopy's: it serves the instance's own class, as below
+            if not is_ours(namespace, name, method):
+                bind = getattr(type(method), "__get__", None)  # as attribute lookup binds it
+                return (method if bind is None else bind(method, self, cls))(*args, **kwargs)
+            if _own_replace(namespace, name):
+                break
+        methods = getattr(cls, STATE, None)
+        if type(methods) is not GeneratedMethods:
+            methods = instance_methods(self, caller)
+        return getattr(methods, attribute)(self, *args, **kwargs)
+
+    forward.__name__ = name
+    forward.__qualname__ = f"{holder.__qualname__}.{name}"
+    forward.__module__ = holder.__module__
+    forward.__doc__ = DISPATCHERS[name].__doc__
+    return forward
+
+
+_SERVED: Final = {ASDICT: (ASDICT, "asdict"), ASTUPLE: (ASTUPLE, "astuple"), REPLACE: ("replace", "replace")}
+"""For each method name: the name its errors give, and its ``GeneratedMethods`` attribute."""
+
+_FORWARDER_CODE: Final = next(
+    const for const in _forwarder.__code__.co_consts if isinstance(const, CodeType) and const.co_name == "forward"
+)
+"""The code that every forwarder runs: how ``is_ours`` knows one."""
+
+
+def _is_forwarder(value: object) -> bool:
+    return getattr(value, "__code__", None) is _FORWARDER_CODE
