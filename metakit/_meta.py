@@ -83,6 +83,7 @@ class ZeroCopyFields(type):
             # ``type.__new__`` would take the module of the innermost Python
             # frame, which is this one: take our caller's, as it would have.
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
+        before = _changes
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         key = next(_made)
         _registry[key] = weakref.ref(cls, lambda _, key=key: _registry.pop(key, None))  # type: ignore[misc]
@@ -93,13 +94,17 @@ class ZeroCopyFields(type):
             # a user's method in front of generated ones (rule 2).
             if len(bases) > 1 or any(name in namespace for name in METHOD_NAMES):
                 guard_bases(cls)
+            if _changes != before:
+                _settle(cls, before)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
         if name not in _WATCHED:
             super().__setattr__(name, value)
             return
+        global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:  # the change and what the rules make of it, as one to other threads
+            _changes = before = _changes + 1
             if name in METHOD_NAMES and not is_ours(cls.__dict__, name, value):
                 # A user's method is about to appear: whatever it can reach
                 # through ``super()`` must serve the instance's class before
@@ -107,14 +112,39 @@ class ZeroCopyFields(type):
                 _guard_above(cls)
             super().__setattr__(name, value)
             _watched_set(cls, name)
+            if _changes != before:
+                _settle(cls, before)
 
     def __delattr__(cls, name: str) -> None:
+        global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:
+            _changes = before = _changes + 1
             super().__delattr__(name)
             if name in METHOD_NAMES:
                 _changed(cls)
             elif name in ("__init__", "__new__"):
                 _recheck_calls(cls)
+            if _changes != before:
+                _settle(cls, before)
+
+
+_changes = 0
+"""How many changes to classes that the rules act on have begun (each counted under ``LOCK``)."""
+
+
+def _settle(cls: type, before: int) -> None:
+    """Apply the rules again to *cls* and the classes below it: a change came while they were applied.
+
+    Under ``LOCK`` no other thread can change a class; but the same thread
+    can, in the middle of the work: a finalizer that the garbage collector
+    runs there, a signal handler or a profiler.  What the rules decided for
+    *cls* before that change may no longer hold, so they decide again, from
+    the classes as they are now, until no change comes in between.
+    """
+    while _changes != before:
+        before = _changes
+        _changed(cls)
+        _recheck_calls(cls)
 
 
 def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:

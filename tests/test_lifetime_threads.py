@@ -835,6 +835,8 @@ def _check_tuple(sub):
 
 def _check_replace(sub):
     got = sub().__replace__(a=5)
+    if sys.version_info >= (3, 13):  # dataclasses gives Sub a __replace__ of its own: so does metakit
+        return None if type(got) is sub and got == sub(a=5) else got
     return None if got == ("mine", {"a": 5}) else got
 
 
@@ -845,12 +847,6 @@ def _mine_replace(level):
     return __replace__
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DEFECT: an override assigned to a base from code that runs inside a subclass's creation "
-    "(a finalizer, a profiler: same thread) is never seen by that subclass (DESIGN: overrides behave "
-    "the same whenever they appear; README Limits now list it)",
-)
 @pytest.mark.parametrize(
     "attr",
     ["asdict_zerocopy", "astuple_zerocopy", "__replace__"],
@@ -890,11 +886,6 @@ def test_interleaved_override_deletion_during_subclass_creation():
     assert _sweep(setup, stride=3) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DEFECT: a __new__ assigned to a base from code that runs inside a subclass's creation "
-    "(same thread) leaves the subclass's replace passing arguments by position to it",
-)
 def test_interleaved_new_assignment_during_subclass_creation():
     def setup():
         _Root, Mid, _Leaf = _fresh_chain()
