@@ -405,9 +405,9 @@ def _files(directory: Path) -> list[Path]:
 
 @pytest.mark.parametrize(("args", "error", "usage"), REFUSED)
 def test_what_the_user_can_fix_exits_with_status_2_and_one_line_before_any_work(cli, tmp_path, args, error, usage):
-    # README: "The exit status is 0 on success and 2 for anything you can fix (an unknown option, a
+    # README: "It exits with 0 on success, and with 2 for anything you can fix (an unknown option, a
     # module that cannot be imported, a class that is not a dataclass, an output path that cannot be
-    # written), said in one line before any work is done." / "`python -m metakit ...` is the same
+    # written), said in one line before any work is done" / "`python -m metakit ...` is the same
     # program": its messages name it as it was invoked.
     (tmp_path / "a_file").write_text("")
     before = _files(tmp_path)
@@ -585,7 +585,7 @@ def test_the_program_runs_and_names_itself_as_invoked(invocation):
 
 
 def test_ctrl_c_exits_with_status_130_and_no_traceback():
-    # README: "Ctrl-C exits with 130."  A signal to a real process, as a terminal sends it.
+    # README: "Ctrl-C gives 130".  A signal to a real process, as a terminal sends it.
     process = subprocess.Popen(
         [sys.executable, "-m", "metakit", "bench", "--quick"],
         stdout=subprocess.PIPE,
