@@ -64,9 +64,11 @@ from metakit.wire import (
     WireError,
     allowed_globals,
     buffer_table,
+    describe,
     fill,
     local_device,
     pack_outgoing,
+    peer_text,
     unpack_tensors,
 )
 
@@ -169,7 +171,12 @@ def broadcast_metadata(
     raised after the rank has done its part, so no rank is left waiting (a
     frame whose table cannot be read ends a receiver's part there).
     """
-    allow_pickle = allowed_globals(allow_pickle)  # a bad argument fails before any collective, on every rank
+    # A bad argument fails before any collective, on every rank.
+    allow_pickle = allowed_globals(allow_pickle)
+    if type(max_bytes) is not int:
+        raise TypeError(f"max_bytes takes an int, not {max_bytes!r}")
+    if max_bytes < 1:
+        raise ValueError(f"max_bytes takes a number of bytes of at least 1, not {max_bytes}")
     route = _route(dist.group.WORLD if group is None else group, cpu_group)
     source = route.source(src, group_src)
     if route.size == 1:
@@ -389,8 +396,8 @@ def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None, allow_p
             (span if span.device == route.lane_devices[lane] else span.to(route.lane_devices[lane]), lane)
             for span, lane in spans
         ]
-    except Exception as error:
-        text = f"{type(error).__name__}: {error}".encode(errors="replace")[:_ERROR_TEXT]
+    except BaseException as error:  # even Ctrl-C: the receivers must hear of it, or take the next record for this one
+        text = describe(error).encode(errors="replace")[:_ERROR_TEXT]
         for work in _send_message(route, _SOURCE_FAILED, text, 0, ()):
             work.wait()
         raise
@@ -455,7 +462,9 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     host = frame if frame.device.type == "cpu" else frame.cpu()
     # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
     status, _, header_nbytes, message_nbytes = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
-    if status not in (_OK, _SOURCE_FAILED) or not _PREFIX.size + header_nbytes <= message_nbytes <= max_bytes:
+    # The source's error fits in the frame, and is read whatever max_bytes says.
+    most = max(max_bytes, frame_nbytes) if status == _SOURCE_FAILED else max_bytes
+    if status not in (_OK, _SOURCE_FAILED) or not _PREFIX.size + header_nbytes <= message_nbytes <= most:
         raise _refused(
             f"a frame arrived whose prefix says status {status}, a header of {header_nbytes} bytes and a message of "
             f"{message_nbytes}: not a frame of this format within max_bytes={max_bytes}"
@@ -469,7 +478,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     route.saw(message_nbytes)
     header = _read(host, _PREFIX.size, header_nbytes)
     if status == _SOURCE_FAILED:
-        text = header[:_ERROR_TEXT].decode(errors="replace")
+        text = peer_text(header[:_ERROR_TEXT].decode(errors="replace"))
         raise BroadcastError(f"rank {route.ranks[source]}, the source, could not send its record: {text}")
     # The table's layout is the same in every format: this rank can take
     # its part in the collectives before it reads the rest.
@@ -492,7 +501,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     except WireError as error:
         raise _refused(str(error)) from None
     except Exception as error:  # a receiving class's own __init__ is wrapped by unpack; this is a defect of metakit's
-        raise _refused(f"{type(error).__name__}: {error}") from error
+        raise _refused(describe(error)) from error
 
 
 def _read(host: torch.Tensor, start: int, nbytes: int) -> bytearray:

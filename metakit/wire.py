@@ -739,6 +739,8 @@ class _Packer:
         if code is None or tensor.layout is not _STRIDED or tensor.is_nested or device not in _DEVICE_CODES:
             _refuse(tensor)
         shape = tensor.shape
+        if len(shape) > _MAX_DIMS:
+            _refuse(tensor)
         contiguous = tensor.is_contiguous()
         strides = None if contiguous else tensor.stride()
         nbytes = tensor.nbytes
@@ -803,7 +805,7 @@ def _pickled(value: object) -> bytes:
     try:
         return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
     except Exception as error:
-        raise _Refused(f"it cannot be pickled: {type(error).__name__}: {error}") from None
+        raise _Refused(f"it cannot be pickled: {describe(error)}") from None
 
 
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
@@ -823,6 +825,8 @@ def _refuse(tensor: torch.Tensor) -> NoReturn:
         raise _Refused("a tensor on the meta device has no data to send")
     if tensor.dtype not in _TENSOR_DTYPE_CODES:
         raise _Refused(f"a tensor of dtype {tensor.dtype} cannot travel")
+    if tensor.dim() > _MAX_DIMS:
+        raise _Refused(f"a tensor of {tensor.dim()} dimensions cannot travel; the format allows {_MAX_DIMS}")
     raise _Refused(f"a tensor on {tensor.device} cannot travel")
 
 
@@ -1044,7 +1048,11 @@ def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
         raise TypeError(
             f"allow_pickle takes True, False, or a collection of 'module.qualname' names, not {allow_pickle!r}"
         )
-    return frozenset(allow_pickle)
+    names = frozenset(allow_pickle)
+    strangers = [name for name in names if type(name) is not str or "." not in name]
+    if strangers:
+        raise TypeError(f"allow_pickle's names must be 'module.qualname' strings, not {strangers[0]!r}")
+    return names
 
 
 Source = torch.Tensor | memoryview | bytearray
@@ -1142,7 +1150,7 @@ class _Reader:
         except WireError:
             raise
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
-            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
+            raise WireError(f"the header cannot be read: {describe(error)}") from None
 
     def extension(self, code: int, data: memoryview) -> Any:  # noqa: PLR0911  # one return per kind of value
         if code == _TENSOR:
@@ -1179,11 +1187,15 @@ class _Reader:
                 "(or the names of the globals it may use) only if you trust the sender, since a pickle can run code"
             )
         try:
-            return _Unpickler(data, self.allow_pickle).load()
+            unpickler = _Unpickler(data, self.allow_pickle)
+            value = unpickler.load()
+            if unpickler.stream.tell() != len(data):
+                raise WireError(f"a pickled value ends {len(data) - unpickler.stream.tell()} bytes before its data")
+            return value
         except WireError:
             raise
         except Exception as error:
-            raise WireError(f"a pickled value cannot be read: {type(error).__name__}: {error}") from None
+            raise WireError(f"a pickled value cannot be read: {describe(error)}") from None
 
     def tensor(self, data: memoryview) -> torch.Tensor:
         """The tensor of one spec: the usual one made here, any other by ``placed``."""
@@ -1360,7 +1372,7 @@ class _Reader:
         except msgspec.ValidationError:
             raise WireError(f"{where}: a record's body is not [class, digest, names, values]") from None
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
-            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
+            raise WireError(f"the header cannot be read: {describe(error)}") from None
         module, colon, qualname = name.partition(":")
         if not colon:
             raise WireError(f"{where}: the class name {name[:200]!r} is not module:qualname")
@@ -1394,7 +1406,7 @@ class _Reader:
         try:
             record = cls(**arguments)
         except Exception as error:
-            raise WireError(f"{qualname}(...) raised {type(error).__name__}: {error}") from None
+            raise WireError(f"{qualname}(...) raised {describe(error)}") from None
         for name in later:
             # Frozen classes refuse setattr; their own __init__ uses this too.
             object.__setattr__(record, name, values[names.index(name)])
@@ -1413,13 +1425,13 @@ class _Reader:
         except WireError:
             raise
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
-            raise WireError(f"the header cannot be read: {type(error).__name__}: {error}") from None
+            raise WireError(f"the header cannot be read: {describe(error)}") from None
         try:
             return builder.build(cls, values, _field)
         except _Mismatched:
             raise
         except Exception as error:
-            raise WireError(f"{cls.__qualname__}(...) raised {type(error).__name__}: {error}") from None
+            raise WireError(f"{cls.__qualname__}(...) raised {describe(error)}") from None
 
     def mark(self) -> tuple[int, list[int], int]:
         """Where reading stands: the tensors and records read so far, and where each buffer's bytes are taken to."""
@@ -1446,6 +1458,19 @@ class _Reader:
         return names
 
 
+def describe(error: BaseException) -> str:
+    """``Type: message`` for *error*; the type alone, said so, where its message cannot be read."""
+    try:
+        return f"{type(error).__name__}: {error}"
+    except Exception:  # its __str__ raised: the user's exception class, not ours
+        return f"{type(error).__name__} (its message cannot be read)"
+
+
+def peer_text(text: str) -> str:
+    """Text that came from a peer, as an error message quotes it: no control characters reach a log."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 class _Mismatched(WireError):
     """A field value that is not plain data, or does not match the field's annotation."""
 
@@ -1454,8 +1479,8 @@ def _field(cls: type, name: str, value: object) -> None:
     """Raise ``WireError`` unless *value*, which arrived for the field *name* of *cls*, may be its value."""
     if type(value) in _SUSPECT and not _plain_data(value):
         raise _Mismatched(
-            f"{cls.__qualname__}: a dict key that is not a str or an int, or a msgpack timestamp, "
-            f"at `$.{name}`: neither is plain data"
+            f"{cls.__qualname__}: the value at `$.{name}` holds a msgpack timestamp or a dict key that is "
+            "not a str or an int, which are not plain data"
         )
     checks = _codec(cls).checks(cls)
     if not checks.checks[name](value):
@@ -1507,15 +1532,17 @@ class _Unpickler(pickle.Unpickler):
     """Reads a pickled value that the receiver opted in to; never imports a module."""
 
     def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
-        super().__init__(io.BytesIO(data))
+        self.stream = io.BytesIO(data)
+        super().__init__(self.stream)
         self.allowed = allowed
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
-        if self.allowed is not True and f"{module_name}.{global_name}" not in self.allowed:  # type: ignore[operator]
-            raise WireError(f"a pickled value refers to {module_name}.{global_name}, which allow_pickle does not list")
+        name = f"{module_name}.{global_name}"
+        if self.allowed is not True and name not in self.allowed:  # type: ignore[operator]
+            raise WireError(f"a pickled value refers to {peer_text(name)}, which allow_pickle does not list")
         if module_name not in sys.modules:
             raise WireError(
-                f"a pickled value refers to {module_name}.{global_name}, but {module_name} is not imported "
+                f"a pickled value refers to {peer_text(name)}, but {peer_text(module_name)} is not imported "
                 "here, and metakit never imports a module named on the wire: import it before receiving"
             )
         return super().find_class(module_name, global_name)
@@ -1559,7 +1586,7 @@ def resolve(module: str, qualname: str) -> type:
         and is_dataclass(cls)
     ]
     found = [cls for cls in found if not _is_replaced(cls, found)]
-    shown = f"{module[:200]}.{qualname[:200]}"
+    shown = peer_text(f"{module[:200]}.{qualname[:200]}")
     if not found:
         raise WireError(
             f"no dataclass made by ZeroCopyFields named {shown} is alive here: import the "

@@ -572,6 +572,40 @@ def bad_input_on_the_source_fails_on_every_rank(rank: int, world: int) -> None:
     _assert_refused(rank, PlainRecord(1), TypeError, "PlainRecord is not one")
 
 
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("this message cannot be read")
+
+
+@dataclass
+class FailsToGiveState(ZeroCopy):
+    """A record whose ``__getstate__`` raises what the case puts in ``failure``."""
+
+    failure: ClassVar[BaseException | None] = None
+    step: int = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        assert self.failure is not None
+        raise self.failure
+
+
+def source_errors_of_any_kind_reach_every_rank(rank: int, world: int) -> None:
+    # An error whose message cannot be read, and one that is no Exception, on the source:
+    # the others hear of it in this call, and never take the next record for this one.
+    FailsToGiveState.failure = _Unprintable()
+    with _then_the_group_still_works(rank):
+        if rank == _SRC:
+            with pytest.raises(_Unprintable):  # no match=: pytest would read the message
+                broadcast_metadata(FailsToGiveState())
+        else:
+            with pytest.raises(BroadcastError, match=r"could not send its record: _Unprintable \(its message cannot"):
+                broadcast_metadata(None)
+    FailsToGiveState.failure = KeyboardInterrupt("stop")
+    _assert_refused(rank, FailsToGiveState(), KeyboardInterrupt, "stop")
+    # The error of a record over a small max_bytes is itself over it: it arrives all the same.
+    _assert_refused(rank, make_attention_metadata(), ValueError, "over max_bytes=40", max_bytes=40)
+
+
 def receiver_passing_a_record_gets_an_error_after_its_part(rank: int, world: int) -> None:
     record = make_attention_metadata()
     with _then_the_group_still_works(rank):
@@ -585,6 +619,7 @@ def receiver_passing_a_record_gets_an_error_after_its_part(rank: int, world: int
 def unsupported_tensors_are_refused(rank: int, world: int) -> None:
     _assert_refused(rank, Bag({"sparse": torch.eye(3).to_sparse()}), TypeError, "layout torch.sparse_coo")
     _assert_refused(rank, Bag({"meta": torch.empty(3, device="meta")}), TypeError, "meta device")
+    _assert_refused(rank, Bag({"deep": torch.ones([1] * 65)}), TypeError, "65 dimensions cannot travel")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # deprecated (quantized) or a prototype (nested)
         quantized = torch.quantize_per_tensor(torch.rand(3), 0.1, 0, torch.quint8)
@@ -856,6 +891,7 @@ _CASES: list[Callable[[int, int], None]] = [
     ambiguous_class_name_fails_on_receivers_only,
     fields_that_differ_between_ranks_fail_on_receivers,
     bad_input_on_the_source_fails_on_every_rank,
+    source_errors_of_any_kind_reach_every_rank,
     receiver_passing_a_record_gets_an_error_after_its_part,
     unsupported_tensors_are_refused,
     unpicklable_values_are_refused,
@@ -1005,6 +1041,23 @@ def test_a_script_broadcasts_its_own_classes_between_parent_and_spawned_child_wi
     assert "rank 1 (__mp_main__) got both records" in output
     assert "rank 0 got its record without numpy" in output
     assert "rank 1 got its record without numpy" in output
+
+
+@pytest.mark.parametrize(
+    ("max_bytes", "error", "match"),
+    [
+        (None, TypeError, "max_bytes takes an int, not None"),
+        ("100", TypeError, "max_bytes takes an int, not '100'"),
+        (True, TypeError, "max_bytes takes an int, not True"),
+        (1.5, TypeError, "max_bytes takes an int, not 1.5"),
+        (0, ValueError, "at least 1, not 0"),
+        (-1, ValueError, "at least 1, not -1"),
+    ],
+)
+def test_a_bad_max_bytes_fails_before_any_collective(max_bytes: Any, error: type[Exception], match: str) -> None:
+    # No process group exists: the argument is refused before one is looked for, on every rank alike.
+    with pytest.raises(error, match=match):
+        broadcast_metadata(make_attention_metadata(), max_bytes=max_bytes)
 
 
 def test_import_metakit_leaves_torch_out() -> None:

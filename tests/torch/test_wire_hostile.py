@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 import pytest
@@ -356,6 +356,23 @@ def test_values_that_are_not_plain_data_travel_pickled_only_when_both_sides_allo
     header, buffers = wire.pack(record, allow_pickle=True)
     _refused(header, buffers, "does not read pickles")
     assert wire.unpack(header, buffers, allow_pickle={"datetime.date"}).unresolved == [datetime.date(2026, 1, 2)]
+
+
+def test_a_pickle_that_ends_before_its_bytes_do_is_refused() -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+
+    def edit(body: list[Any]) -> None:
+        body[3][position] = msgspec.msgpack.Ext(_PICKLE, pickle.dumps([1, 2]) + b"hidden")
+
+    header, buffers = _edited(_step(), edit)
+    _refused(header, buffers, "a pickled value ends 6 bytes before its data", allow_pickle=True)
+
+
+@pytest.mark.parametrize("names", [[1], ["nodot"], [b"builtins.int"], {"builtins.int": 1, None: 2}])
+def test_allow_pickle_takes_only_module_qualname_strings(names: Any) -> None:
+    header, buffers = wire.pack(_step())
+    with pytest.raises(TypeError, match=r"allow_pickle's names must be 'module\.qualname' strings"):
+        wire.unpack(header, buffers, allow_pickle=names)
 
 
 def test_a_pickle_never_imports_a_module() -> None:
@@ -764,3 +781,37 @@ def test_broadcast_refuses_allow_pickle_as_one_str_before_any_collective() -> No
 
     with pytest.raises(TypeError, match="allow_pickle takes True, False, or a collection"):
         broadcast_metadata(None, allow_pickle="os.system")  # type: ignore[arg-type]
+
+
+# --- what a receiver says -------------------------------------------------------
+
+
+class _Unreadable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("this message cannot be read")
+
+
+@dataclass
+class RefusesValues(ZeroCopy):
+    refusing: ClassVar[bool] = False
+    step: int
+
+    def __post_init__(self) -> None:
+        if self.refusing:
+            raise _Unreadable
+
+
+def test_an_init_error_whose_message_cannot_be_read_is_still_a_wire_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    header, buffers = wire.pack(RefusesValues(1))
+    monkeypatch.setattr(RefusesValues, "refusing", True)
+    _refused(header, buffers, r"RefusesValues\(\.\.\.\) raised _Unreadable \(its message cannot be read\)")
+
+
+def test_a_class_name_from_the_peer_is_quoted_without_control_characters() -> None:
+    def edit(body: list[Any]) -> None:
+        body[0] = "no\x1b[31mmodule\x00:Step"
+
+    header, buffers = _edited(_step(), edit)
+    error = _refused(header, buffers, "no dataclass made by ZeroCopyFields")
+    assert str(error).isprintable()
+    assert "no\\x1b[31mmodule\\x00.Step" in str(error)
