@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = program_name()
     try:
         status = _run(prog, args)
-        sys.stdout.flush()  # here, where a closed pipe can still be told from other errors
+        if sys.stdout is not None:  # None: started with its standard output closed
+            sys.stdout.flush()  # here, where a closed pipe can still be told from other errors
     except UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2

@@ -130,6 +130,9 @@ class _Lifetime(weakref.ref[_Source]):
 
 _live: Final[dict[tuple[str, Layout], weakref.ref[_Source]]] = {}
 """The live shared code, by what its source says: the class's label and its layout."""
+_files: Final[dict[str, weakref.ref[_Source]]] = {}
+"""The same code by its file name: a name stays taken while its code lives, even once its ``linecache``
+entry is gone (``linecache.clearcache()``), so that no other code shows its source in the meantime."""
 _suffixes: Final[dict[str, int]] = {}
 """The last suffix that a label's file names took: live classes of one name with other fields (a
 factory's) take ``-2``, ``-3``, ..., each new one looking on from the last, at O(1) a class."""
@@ -160,6 +163,7 @@ def _forget(lifetime: _Lifetime) -> None:
     if linecache.cache.get(entry[3]) is entry:
         linecache.cache.pop(entry[3], None)
     _forget_dead(_live, lifetime.key)
+    _forget_dead(_files, entry[3])
 
 
 def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
@@ -201,6 +205,7 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Source:
     lifetime.key = key
     lifetime.entry = entry
     _live[key] = lifetime
+    _files[filename] = lifetime
     return source
 
 
@@ -231,7 +236,8 @@ def _body(label: str, layout: Layout) -> list[str]:
 def _claim(label: str, lines: list[str]) -> tuple[int, None, list[str], str]:
     """A new ``linecache`` entry for *lines*, under a file name that no other entry holds.
 
-    The name is the label's own, ``<metakit label>``, where that is free.
+    The name is the label's own, ``<metakit label>``, where that is free:
+    no live code has it, and ``linecache`` holds no entry under it.
     ``setdefault`` takes a name and tells whether it was free in one step,
     which no other thread and no finalizer can come between.
     """
@@ -240,7 +246,8 @@ def _claim(label: str, lines: list[str]) -> tuple[int, None, list[str], str]:
     suffix = _suffixes.get(label, 1)
     while True:
         entry = (size, None, lines, filename)
-        if linecache.cache.setdefault(filename, entry) is entry:
+        owner = _files.get(filename)
+        if (owner is None or owner() is None) and linecache.cache.setdefault(filename, entry) is entry:
             return entry
         suffix += 1
         if len(_suffixes) >= _MOST_SUFFIXES and label not in _suffixes:

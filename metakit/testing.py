@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import operator
 import pkgutil
 import typing
 from collections.abc import Callable, Iterable
@@ -63,7 +64,7 @@ def assert_zerocopy(obj: object) -> None:
     order and whose values are the very objects; each call with
     ``skip_fields`` must return what a call without it returns, less the
     names given, and must leave the set it is given unchanged.  An override of ``astuple_zerocopy`` must
-    return a tuple of field values, in field order.
+    return a tuple of the values that the instance's ``asdict_zerocopy()`` holds, in the same order.
 
     Raises ``AssertionError`` that names the class, which of the two broke
     (the generated code or the override), the call and the difference.
@@ -120,6 +121,8 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     Raises ``LookupError`` when there is no such class, so that a wrong name
     fails instead of giving pytest an empty parameter set, which it skips.
     """
+    if not isinstance(module, (str, ModuleType)):
+        raise TypeError(f"zerocopy_classes_in() takes a module or its dotted name, not {module!r}")
     root = importlib.import_module(module) if isinstance(module, str) else module
     classes: list[type] = []
     for found in _modules_under(root):
@@ -473,6 +476,17 @@ class _Checker:
             self.fail(
                 form.role, call, f"holds the values of {held}, which are not field values in field order {self.every}"
             )
+        else:
+            # The values of the instance's own asdict_zerocopy(), checked before: a tuple that
+            # leaves out another field would bind the values after it to the wrong parameters.
+            held_by_dict = list(self.obj.asdict_zerocopy().values())  # type: ignore[attr-defined]
+            if len(got) != len(held_by_dict) or not all(map(operator.is_, got, held_by_dict)):
+                self.fail(
+                    form.role,
+                    call,
+                    f"holds the values of {held}, but asdict_zerocopy() holds those of"
+                    f" {self._names_held(tuple(held_by_dict))}: the two must hold the same values, in the same order",
+                )
 
     def _names_held(self, values: tuple[Any, ...]) -> list[str]:
         """The field each value is, by identity, or ``'?'`` for an object no field holds."""

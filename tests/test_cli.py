@@ -607,6 +607,19 @@ def test_ctrl_c_exits_with_status_130_and_no_traceback():
     assert err.endswith(f"{PROG}: interrupted\n")
 
 
+def test_show_started_with_its_standard_output_closed_ends_without_a_traceback():
+    # `metakit show ... >&-`: Python starts with sys.stdout None, and print() writes nowhere.
+    done = subprocess.run(
+        [sys.executable, "-m", "metakit", "show", "metakit.bench.wire:WireRow"],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        preexec_fn=lambda: os.close(1),  # no threads here
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+
+
 @pytest.mark.parametrize("option", ["--json", "--plot"])
 def test_bench_refuses_an_output_where_no_file_can_be_made_before_work(option):
     # Permissions do not tell (the superuser passes them); /proc refuses new files anyway.  A real

@@ -1418,6 +1418,20 @@ def test_a_class_that_shares_live_code_after_linecache_was_cleared_shows_its_sou
     assert filename not in linecache.cache  # and it still goes with the last class
 
 
+def test_a_live_classs_file_name_is_not_given_to_other_code_after_linecache_was_cleared():
+    old = make_dataclass("ClearedThenOther", [("old_a", int), ("old_b", int)], bases=(ZeroCopy,))
+    saved = linecache.cache.copy()
+    linecache.clearcache()
+    try:
+        new = make_dataclass("ClearedThenOther", [("new_x", int)], bases=(ZeroCopy,))
+    finally:
+        for filename, entry in saved.items():  # the other tests' entries, this one's included, back
+            linecache.cache.setdefault(filename, entry)
+    assert new.asdict_zerocopy.__code__.co_filename != old.asdict_zerocopy.__code__.co_filename
+    assert "'old_a'" in inspect.getsource(old.asdict_zerocopy)  # never the new class's source
+    assert "'new_x'" in inspect.getsource(new.asdict_zerocopy)
+
+
 def test_code_under_a_suffixed_file_name_is_shared_even_when_the_own_name_is_free():
     # Code under its label's own file name is found by that name; code under
     # a suffixed name only by its key.  A class made again must find either.
