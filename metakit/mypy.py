@@ -92,6 +92,7 @@ from mypy.nodes import (
     OpExpr,
     RefExpr,
     SetExpr,
+    StarExpr,
     StrExpr,
     SymbolTable,
     SymbolTableNode,
@@ -206,6 +207,8 @@ class ZeroCopyPlugin(Plugin):
         return None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        if fullname == _REPLACE:
+            return _replace_function
         function = _FUNCTIONS.get(fullname)
         if function == ASDICT:
             return _asdict_function
@@ -514,6 +517,19 @@ def _check_iterable_of_str(api: CheckerPluginInterface, info: TypeInfo, expr: Ex
     if not isinstance(get_proper_type(declared.arg_types[1]), AnyType):
         return  # mypy checks the argument against the declared type itself
     str_type = api.named_generic_type("builtins.str", [])
+    if isinstance(expr, (ListExpr, SetExpr, TupleExpr)):
+        # A display's type comes from the declared Any (``list[Any]``): its items tell.
+        for item in expr.items:
+            if isinstance(item, StarExpr):
+                continue
+            held = get_proper_type(api.get_expression_type(item))
+            if not isinstance(held, AnyType) and not is_subtype(held, str_type):
+                api.fail(
+                    f"skip_fields must hold field names, not {format_type(held, api.options)}",
+                    item,
+                    code=METAKIT_ERROR,
+                )
+        return
     expected = UnionType([api.named_generic_type("typing.Iterable", [str_type]), NoneType()])
     if not is_subtype(typ, expected):
         api.fail(
@@ -540,6 +556,11 @@ def _asdict_function(ctx: FunctionContext) -> Type:
 
 def _astuple_function(ctx: FunctionContext) -> Type:
     return _astuple_result(ctx.api, _function_receivers(ctx, ASTUPLE), ctx.default_return_type)
+
+
+def _replace_function(ctx: FunctionContext) -> Type:
+    _function_receivers(ctx, "replace")  # for its errors: a class, or what is never a dataclass
+    return ctx.default_return_type
 
 
 def _asdict_result(
@@ -675,10 +696,29 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
             )
             return None
         receiver = _instance(typ)
+        if cls is None and receiver is not None and _never_a_dataclass(receiver.type):
+            ctx.api.fail(
+                f"{function}() takes a dataclass instance, but {_qualname(receiver.type)} is not a dataclass",
+                ctx.context,
+                code=METAKIT_ERROR,
+            )
+            return None
         if cls is not None or receiver is None or not _made_by_zerocopy(receiver.type):
             return None
         receivers.append(receiver)
     return receivers
+
+
+def _never_a_dataclass(info: TypeInfo) -> bool:
+    """Whether no instance of *info* can be a dataclass: no class of its MRO is one, nor can a subclass be
+    (``object``, a protocol and a class with an unknown base may stand for one)."""
+    return (
+        _dataclass_owner(info) is None
+        and info.fullname != "builtins.object"
+        and not info.is_protocol
+        and not info.fallback_to_any
+        and (info.is_final or info.fullname.startswith("builtins."))
+    )
 
 
 def _typed_dict(api: CheckerPluginInterface, receiver: Instance, skip: _Given | None) -> TypedDictType | None:
@@ -729,13 +769,18 @@ def _literal_names(skip: _Given | None) -> list[tuple[str, Expression]] | None:
 
 
 def _check_not_str(api: CheckerPluginInterface, expr: Expression, typ: Type) -> None:
-    # A str would be read as a set of one-letter names: the call raises.
+    """A ``skip_fields`` that may be a ``str`` (a literal, a subclass, an ``Optional[str]``, a ``TypeVar``
+    bound to one): the call raises ``SkipFieldsError``."""
+    str_type = api.named_generic_type("builtins.str", [])
     proper = get_proper_type(typ)
-    if isinstance(proper, LiteralType):
-        proper = proper.fallback
-    if isinstance(proper, Instance) and proper.type.fullname == "builtins.str":
+    if isinstance(proper, TypeVarType):
+        proper = get_proper_type(proper.upper_bound)
+    items = [get_proper_type(item) for item in proper.relevant_items()] if isinstance(proper, UnionType) else [proper]
+    # (Any and Never are subtypes of everything: they say nothing.)
+    if any(isinstance(item, (Instance, LiteralType)) and is_subtype(item, str_type) for item in items):
         hint = f"; write skip_fields={{{expr.value!r}}}" if isinstance(expr, StrExpr) else ""
         api.fail(f"skip_fields must be an iterable of field names, not a str{hint}", expr, code=METAKIT_ERROR)
+        return
 
 
 def _fields(receiver: Instance) -> tuple[dict[str, Type], set[str]] | None:

@@ -67,7 +67,7 @@ from mypy.stubgen import (
 from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, UnboundType, UnionType
 from mypy.util import correct_relative_import
 
-from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names
+from metakit._fields import ASDICT, ASTUPLE, REPLACE, REQUIRED, included_names, layout_of
 from metakit._meta import ZeroCopyFields
 from metakit._overrides import users_methods
 
@@ -295,7 +295,10 @@ class _Additions:
             stub.lines.append(f"def {ASTUPLE}(self) -> tuple[{', '.join(items) or '()'}]: ...")
         if _generated(cls, REPLACE):
             init_types = self._init_types(cls)
-            changes = [f"{name}: {stub.typed(typ)} = ..." for name, typ in init_types.items()]
+            required = _required_init_vars(cls)  # replace() must be given them, as dataclasses.replace must
+            changes = [
+                f"{name}: {stub.typed(typ)}{'' if name in required else ' = ...'}" for name, typ in init_types.items()
+            ]
             # A field may be called ``self``: the instance then takes another name, by position only.
             receiver = "self" if "self" not in init_types else "_self, /"
             while receiver.partition(",")[0] in init_types:
@@ -538,6 +541,12 @@ def _unmangled(cls: type, name: str) -> str:
     if name.startswith(prefix) and prefix != "___" and not name.endswith("__"):
         return name[len(prefix) - 2 :]
     return name
+
+
+def _required_init_vars(cls: type) -> set[str]:
+    """The ``InitVar`` pseudo-fields of *cls* without a default, which ``replace`` must be given."""
+    layout = layout_of(cls)
+    return {name for name, role in zip(layout.names, layout.roles, strict=True) if role == REQUIRED}
 
 
 def _parameters(cls: type) -> list[str]:

@@ -467,6 +467,30 @@ def test_odd_field_names_give_a_valid_stub(tmp_path: Path, monkeypatch: pytest.M
     assert "def __replace__(__self, /, *, self: int = ..., _Record__secret: str = ..., _self: float = ...)" in stub
 
 
+def test_an_init_var_without_a_default_stays_required_in_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dataclasses.replace`` raises ``ValueError`` without it: the stub makes leaving it out an error."""
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "init_vars",
+        """
+        from dataclasses import InitVar, dataclass
+        from metakit import ZeroCopy
+
+        @dataclass
+        class Record(ZeroCopy):
+            a: int
+            needed: InitVar[str]
+            optional: InitVar[int] = 0
+
+            def __post_init__(self, needed: str, optional: int) -> None: ...
+        """,
+    )
+    assert "def __replace__(self, *, a: int = ..., needed: str, optional: int = ...) -> Record: ..." in stub
+
+
 if sys.version_info >= (3, 12):  # the syntax is new in 3.12
 
     def test_a_class_with_type_parameters_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

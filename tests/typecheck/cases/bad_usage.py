@@ -1,7 +1,7 @@
 """Bad usage: mypy must report an error on each line commented "E: why", and on no other."""
 
 from dataclasses import dataclass
-from typing import Any, Dict, TypeVar
+from typing import Any, Dict, Literal, Optional, Set, TypeVar, Union
 
 from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
 from engine_models import Box, Direct, IntBox
@@ -9,6 +9,9 @@ from vllm_backends import PagedMetadata, SamplingMetadata
 from vllm_runner import broadcast_tensor_dict
 
 import metakit
+
+
+class MyStr(str): ...
 
 
 def forward(num_prefills: int, num_prefill_tokens: int, num_decode_tokens: int, slot_mapping: Tensor) -> None: ...
@@ -82,6 +85,25 @@ def skip_fields_of_the_wrong_type(meta: PagedMetadata, anything: Any) -> None:
     meta.asdict_zerocopy(skip_fields=5)  # E: not an iterable
     meta.asdict_zerocopy(b"slot_mapping")  # E: bytes are not names
     meta.asdict_zerocopy(anything)
+    meta.asdict_zerocopy(skip_fields=[1])  # E: a list display of ints (typed list[Any] from the declared Any)
+    meta.asdict_zerocopy(skip_fields={b"slot_mapping"})  # E: a set display of bytes
+    meta.asdict_zerocopy(skip_fields=["slot_mapping", *["is_prompt"]])
+
+
+def skip_fields_that_may_be_a_str(
+    meta: PagedMetadata, two: Literal["a", "b"], maybe: Optional[str], either: Union[str, Set[str]], name: MyStr
+) -> None:
+    meta.asdict_zerocopy(skip_fields=two)  # E: a Literal of two strs
+    meta.asdict_zerocopy(skip_fields=maybe)  # E: an Optional[str]
+    meta.asdict_zerocopy(skip_fields=either)  # E: a str or a set
+    meta.asdict_zerocopy(skip_fields=name)  # E: a str subclass
+    metakit.asdict_zerocopy(meta, skip_fields=maybe)  # E: the function form too
+
+
+def never_a_dataclass(number: int, text: str) -> None:
+    metakit.astuple_zerocopy(number)  # E: an int is never a dataclass
+    metakit.asdict_zerocopy(text)  # E: nor is a str
+    metakit.replace(number)  # E: replace() too
 
 
 def replace_checks_names_and_types(meta: PagedMetadata) -> None:

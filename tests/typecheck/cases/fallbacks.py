@@ -56,9 +56,13 @@ def declared_types(unknown: UnknownBase, metadata: UnknownMetadata, abstract: No
     assert_type(metakit.astuple_zerocopy(abstract), tuple[Any, ...])
 
 
-def plain_values(value: object, number: int) -> None:
+class Plain:
+    """Not a dataclass, but a subclass of it may be one."""
+
+
+def plain_values(value: object, plain: Plain) -> None:
     assert_type(metakit.asdict_zerocopy(value), dict[str, Any])
-    assert_type(metakit.astuple_zerocopy(number), tuple[Any, ...])
+    assert_type(metakit.astuple_zerocopy(plain), tuple[Any, ...])
 
 
 def forward_references(later: Later) -> None:
