@@ -117,6 +117,8 @@ def _run(prog: str, args: list[str]) -> int:
         stub = stubgen.module_stub(module)
     except stubgen.UNREADABLE as error:
         raise UsageError(f"cannot read the source of {arguments.module!r}: {_one_line(error)}") from None
+    except stubgen.NameClash as error:
+        raise UsageError(str(error)) from None
     try:
         path = stubgen.write_stub(stub, Path(arguments.output), module)
     except OSError as error:  # what the check before could not see (a full disk, a read-only mount)

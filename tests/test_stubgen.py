@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from metakit.stubgen import main, module_stub, stub_path
+from metakit.stubgen import NameClash, main, module_stub, stub_path
 from tests.records import ref_names
 
 PACKAGE = "stubgen_example"
@@ -465,6 +465,58 @@ def test_odd_field_names_give_a_valid_stub(tmp_path: Path, monkeypatch: pytest.M
     assert typed_dict_keys(stub, "RecordDict") == ["self", "_Record__secret", "_self"]
     assert "    _Record__secret: str\n" in stub
     assert "def __replace__(__self, /, *, self: int = ..., _Record__secret: str = ..., _self: float = ...)" in stub
+
+
+def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``TypedDict`` item cannot be ``Final`` and needs no ``Annotated`` metadata; a class nested in
+    the record is named from the module, where the ``TypedDict`` is; the fields after it keep their
+    defaults (mypy's generator forgot it wrote a dataclass once it met a nested class)."""
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "wrapped_types",
+        """
+        import enum
+        from dataclasses import dataclass
+        from typing import Annotated, Final
+        from metakit import ZeroCopy
+
+        @dataclass
+        class Holder(ZeroCopy):
+            class Kind(enum.Enum):
+                A = 1
+
+            kind: "Kind"
+            fin: Final[int] = 3
+            an: Annotated[int, "meta"] = 0
+            n: int = 0
+        """,
+    )
+    compile(stub, "wrapped_types.pyi", "exec")
+    assert "class HolderDict(_TypedDict):\n    kind: Holder.Kind\n    fin: int\n    an: int\n    n: int\n" in stub
+    assert "def astuple_zerocopy(self) -> tuple[Holder.Kind, int, int, int]: ..." in stub
+    assert "    n: int = ...\n" in stub
+
+
+def test_a_name_the_module_gives_something_else_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(NameClash, match="defines ThingDict, the name of the TypedDict that the stub gives Thing"):
+        stub_of(
+            tmp_path,
+            monkeypatch,
+            "name_clash",
+            """
+            from dataclasses import dataclass, field
+            from metakit import ZeroCopy
+
+            class ThingDict(dict): ...
+
+            @dataclass
+            class Thing(ZeroCopy):
+                td: ThingDict = field(default_factory=ThingDict)
+            """,
+        )
 
 
 def test_an_init_var_without_a_default_stays_required_in_replace(
