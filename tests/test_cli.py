@@ -373,8 +373,7 @@ REFUSED = [
     _refused(["bench", "--bogus"], f"{PROG} bench: error: unrecognized arguments: --bogus", BENCH_USAGE),
     _refused(["bench", "--json", ""], f"{PROG} bench: error: cannot write --json '': the path is empty"),
     _refused(["stubgen", MODULE, "-o", ""], f"{PROG}: error: cannot write stubs to '': the path is empty"),
-    # README: "$ metakit bench --json /no/such/dir/results.json / metakit bench: error: cannot write --json
-    # /no/such/dir/results.json: there is no directory /no/such/dir"
+    # An output path under a directory that does not exist, named in the error.
     _refused(
         ["bench", "--json", "{tmp}/missing/deeper/out.json"],
         f"{PROG} bench: error: cannot write --json {{tmp}}/missing/deeper/out.json:"
