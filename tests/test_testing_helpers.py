@@ -379,6 +379,28 @@ def test_zerocopy_classes_in_names_an_argument_that_is_no_module(module):
         zerocopy_classes_in(module)
 
 
+def test_a_plain_dataclasss_own_astuple_is_checked_against_its_fields():
+    @dataclass
+    class Whole:
+        a: int
+        b: int = 0
+
+        def astuple_zerocopy(self):
+            return (self.a, self.b)
+
+    @dataclass
+    class Short:
+        a: int
+        b: int = 0
+
+        def astuple_zerocopy(self):
+            return (self.a,)
+
+    assert_zerocopy(Whole(1))
+    with pytest.raises(AssertionError, match=r"holds the values of \['a'\], but the fields' dict holds those of"):
+        assert_zerocopy(Short(1))
+
+
 def test_zerocopy_classes_in_this_module_excludes_abstract():
     found = mt.zerocopy_classes_in(records)
     assert AbstractBackendMeta not in found
