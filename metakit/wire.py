@@ -1189,8 +1189,9 @@ class _Reader:
         try:
             unpickler = _Unpickler(data, self.allow_pickle)
             value = unpickler.load()
-            if unpickler.stream.tell() != len(data):
-                raise WireError(f"a pickled value ends {len(data) - unpickler.stream.tell()} bytes before its data")
+            extra = len(data) - unpickler.stream.tell()
+            if extra:
+                raise WireError(f"a pickled value is followed by {extra} bytes that are not part of it")
             return value
         except WireError:
             raise
