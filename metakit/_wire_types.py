@@ -556,11 +556,8 @@ def mismatch(checks: FieldChecks, name: str, value: object) -> str:
     spec = checks.specs[name]
     found = spec.explain(value, f"$.{name}") or _Mismatch(spec.name, f"$.{name}", value)
     message = f"Expected `{found.expected}`, got `{_type_name(found.got)}` - at `{found.path}`"
-    plain = next((kind for kind in _PLAIN_SCALARS if isinstance(found.got, kind)), None)
+    plain = next((kind for kind in type(found.got).__mro__ if kind in _MSGPACK), None)
     if plain is not None and type(found.got) is not plain:
         # An IntEnum or a str subclass: plain data is the value itself, as msgspec would decode it.
         message += f" (a subclass of {plain.__name__}, which is not plain data: send {plain.__name__}(value))"
     return message
-
-
-_PLAIN_SCALARS: Final = (bool, int, float, str, bytes)

@@ -55,6 +55,7 @@ from typing import Final, TypeVar, cast
 import torch
 import torch.distributed as dist
 
+from metakit._source import printable
 from metakit.wire import (
     ALIGN,
     PACK_OWN_BUFFER,
@@ -68,7 +69,6 @@ from metakit.wire import (
     fill,
     local_device,
     pack_outgoing,
-    peer_text,
     unpack_tensors,
 )
 
@@ -478,7 +478,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     route.saw(message_nbytes)
     header = _read(host, _PREFIX.size, header_nbytes)
     if status == _SOURCE_FAILED:
-        text = peer_text(header[:_ERROR_TEXT].decode(errors="replace"))
+        text = printable(header[:_ERROR_TEXT].decode(errors="replace"))
         raise BroadcastError(f"rank {route.ranks[source]}, the source, could not send its record: {text}")
     # The table's layout is the same in every format: this rank can take
     # its part in the collectives before it reads the rest.

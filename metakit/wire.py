@@ -90,7 +90,7 @@ import torch
 from metakit._codegen import holds_generated
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
-from metakit._source import unwritable
+from metakit._source import printable, unwritable
 from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, positional_init
 from metakit._wire_plan import Refused as _Refused
 from metakit._wire_types import FieldChecks, field_checks, mismatch
@@ -1467,11 +1467,6 @@ def describe(error: BaseException) -> str:
         return f"{type(error).__name__} (its message cannot be read)"
 
 
-def peer_text(text: str) -> str:
-    """Text that came from a peer, as an error message quotes it: no control characters reach a log."""
-    return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-
-
 class _Mismatched(WireError):
     """A field value that is not plain data, or does not match the field's annotation."""
 
@@ -1540,10 +1535,10 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module_name: str, global_name: str, /) -> Any:
         name = f"{module_name}.{global_name}"
         if self.allowed is not True and name not in self.allowed:  # type: ignore[operator]
-            raise WireError(f"a pickled value refers to {peer_text(name)}, which allow_pickle does not list")
+            raise WireError(f"a pickled value refers to {printable(name)}, which allow_pickle does not list")
         if module_name not in sys.modules:
             raise WireError(
-                f"a pickled value refers to {peer_text(name)}, but {peer_text(module_name)} is not imported "
+                f"a pickled value refers to {printable(name)}, but {printable(module_name)} is not imported "
                 "here, and metakit never imports a module named on the wire: import it before receiving"
             )
         return super().find_class(module_name, global_name)
@@ -1587,7 +1582,7 @@ def resolve(module: str, qualname: str) -> type:
         and is_dataclass(cls)
     ]
     found = [cls for cls in found if not _is_replaced(cls, found)]
-    shown = peer_text(f"{module[:200]}.{qualname[:200]}")
+    shown = printable(f"{module[:200]}.{qualname[:200]}")
     if not found:
         raise WireError(
             f"no dataclass made by ZeroCopyFields named {shown} is alive here: import the "
