@@ -4,6 +4,7 @@ The generated methods check nothing on the valid path beyond what the
 operations themselves check.  When something fails, they call one of these,
 which tells what was wrong with the argument and raises an error that names
 it.  These functions are among the globals of every generated function.
+``describe`` is how the rest of metakit quotes an exception it caught.
 """
 
 from __future__ import annotations
@@ -17,6 +18,15 @@ class SkipFieldsError(TypeError):
 
 
 SkipFieldsError.__module__ = "metakit"  # where users import it from
+
+
+def describe(error: BaseException) -> str:
+    """``Type: message`` for *error*, as metakit quotes an exception it caught (the wire, the
+    testing helpers); the type alone, said so, where its message cannot be read."""
+    try:
+        return f"{type(error).__name__}: {error}"
+    except Exception:  # its __str__ raised: the user's exception class, not ours
+        return f"{type(error).__name__} (its message cannot be read)"
 
 
 def _describe(value: object) -> str:

@@ -55,6 +55,7 @@ from typing import Final, TypeVar, cast
 import torch
 import torch.distributed as dist
 
+from metakit._errors import describe
 from metakit._source import printable
 from metakit.wire import (
     ALIGN,
@@ -65,7 +66,6 @@ from metakit.wire import (
     WireError,
     allowed_globals,
     buffer_table,
-    describe,
     fill,
     local_device,
     pack_outgoing,

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple, NoReturn, cast
 import metakit
 from metakit import _functions
 from metakit._codegen import holds_generated
+from metakit._errors import describe
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
 from metakit._overrides import reaches_metakit, users_methods
 
@@ -205,7 +206,7 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
     except Exception as error:
         raise AssertionError(
             f"{name}: assert_zerocopy_class cannot make a bare instance:"
-            f" {name}.__new__({name}) raised {type(error).__name__}: {error}"
+            f" {name}.__new__({name}) raised {describe(error)}"
         ) from error
     notes: list[str] = []
     for f in dataclasses.fields(cls):
@@ -217,7 +218,7 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
             raise AssertionError(
                 f"{name}: field {f.name!r} cannot be set on a bare instance, so assert_zerocopy_class"
                 f" cannot check {name}: setting it to a sentinel with object.__setattr__ and reading it back"
-                f" raised {type(error).__name__}: {error}. Check an instance with assert_zerocopy(obj) instead."
+                f" raised {describe(error)}. Check an instance with assert_zerocopy(obj) instead."
             ) from error
         if value is not sentinel:
             notes.append(
@@ -280,7 +281,7 @@ class _Checker:
             return getattr(self.obj, name)
         except Exception as error:
             raise AssertionError(
-                f"{_name(self.cls)}: reading the field {name!r} raised {type(error).__name__}: {error},"
+                f"{_name(self.cls)}: reading the field {name!r} raised {describe(error)},"
                 " so the reference fields() gives cannot be built"
             ) from error
 
@@ -551,7 +552,7 @@ class _Checker:
         except Exception as error:
             if type(error) is type(expected):
                 return
-            problem = f"raised {type(error).__name__}: {error}"
+            problem = f"raised {describe(error)}"
         else:
             problem = "returned"
         self.fail(
@@ -568,7 +569,7 @@ class _Checker:
             return form.function(**arguments)
         except Exception as error:
             hint = _BARE_HINT if self.bare else ""
-            self.fail(form.role, call, f"raised {type(error).__name__}: {error}{hint}", error)
+            self.fail(form.role, call, f"raised {describe(error)}{hint}", error)
 
 
 def _required(f: dataclasses.Field[Any]) -> bool:

@@ -88,6 +88,7 @@ import msgspec
 import torch
 
 from metakit._codegen import holds_generated
+from metakit._errors import describe
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, unwritable
@@ -1457,14 +1458,6 @@ class _Reader:
         if strangers:
             raise WireError(f"{qualname}: the field {strangers[0]!r} never travels (an OMIT field), but arrived")
         return names
-
-
-def describe(error: BaseException) -> str:
-    """``Type: message`` for *error*; the type alone, said so, where its message cannot be read."""
-    try:
-        return f"{type(error).__name__}: {error}"
-    except Exception:  # its __str__ raised: the user's exception class, not ours
-        return f"{type(error).__name__} (its message cannot be read)"
 
 
 class _Mismatched(WireError):

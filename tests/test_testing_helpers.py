@@ -401,6 +401,18 @@ def test_a_plain_dataclasss_own_astuple_is_checked_against_its_fields():
         assert_zerocopy(Short(1))
 
 
+def test_an_override_raising_an_error_whose_message_cannot_be_read_is_still_a_failed_check():
+    class Unreadable(Exception):
+        def __str__(self):
+            raise RuntimeError("this message cannot be read")
+
+    def raises(self, skip_fields=None):
+        raise Unreadable
+
+    with pytest.raises(AssertionError, match=r"raised Unreadable \(its message cannot be read\)"):
+        assert_zerocopy(broken("RaisesUnreadable", asdict_zerocopy=raises))
+
+
 def test_zerocopy_classes_in_this_module_excludes_abstract():
     found = mt.zerocopy_classes_in(records)
     assert AbstractBackendMeta not in found
