@@ -228,6 +228,16 @@ def _spec_structs(flags: int) -> list[struct.Struct]:
 
 
 _SPECS: Final = {flags: _spec_structs(flags) for flags in (0, _WIDE, _STRIDES, _WIDE | _STRIDES)}
+
+_USUAL_SPECS: Final = {
+    struct.calcsize(f"<B3sII{ndim}I"): struct.Struct(f"<B3sII{ndim}I") for ndim in range(_MAX_DIMS + 1)
+}
+"""The usual tensor's spec, by its length: dtype code, then flags 0, ndim and kind ``_NEW`` as three bytes
+(``_USUAL_TAGS[ndim]``), then its buffer, its offset and its sizes, each a ``u32``."""
+_USUAL_TAGS: Final = [bytes((0, ndim, _NEW)) for ndim in range(_MAX_DIMS + 1)]
+_USUAL_SIZE: Final = 12
+"""The length of the usual spec of a tensor with no dimensions; each dimension adds 4 bytes."""
+_U32: Final = 1 << 32
 """A tensor's whole spec, by its flags of layout (wide, with strides) and its number of dimensions:
 dtype code, flags, ndim, kind, reference (``u32``), offset, then the sizes and the strides, if any."""
 
@@ -265,6 +275,7 @@ _STRIDED: Final = torch.strided
 _Tensor: Final = torch.Tensor
 _frombuffer: Final = torch.frombuffer
 _tuple_new: Final = tuple.__new__
+_memmove: Final = ctypes.memmove
 _BYTES: Final = frozenset({memoryview, bytearray})
 
 
@@ -496,8 +507,9 @@ class Placement(NamedTuple):
     nbytes: int
     strides: tuple[int, ...] | None
     """The strides it arrives with: its own if dense, ``None`` for contiguous ones."""
-    raw: bool
-    """Whether its bytes can be moved as they lie in memory (a dense CPU tensor with no lazy bits)."""
+    address: int
+    """The CPU address its bytes lie at, as they are, if they can be moved from there (a dense CPU tensor with
+    no lazy bits); else 0."""
 
 
 class OwnBuffer(NamedTuple):
@@ -585,11 +597,29 @@ _INTS: Final = frozenset({int, bool})
 class _Packer:
     """Turns one record into msgpack-ready values, placing its tensors' bytes in buffers as it goes."""
 
+    __slots__ = (
+        "allow_pickle",
+        "cpu_lane",
+        "depth",
+        "lanes",
+        "own",
+        "own_buffer",
+        "pool_nbytes",
+        "pools",
+        "records",
+        "regions",
+        "sent",
+        "strict",
+        "tensors",
+        "writing",
+    )
+
     def __init__(self, lanes: Mapping[str, int], allow_pickle: bool, own_buffer: int, *, strict: bool = False) -> None:
         self.strict = strict
         """Whether to check every int's range and every str's text in Python, to name the field of one that
         msgspec refused."""
         self.lanes = lanes
+        self.cpu_lane = lanes.get("cpu", 0)
         self.own_buffer = own_buffer
         self.allow_pickle = allow_pickle
         self.pools: list[list[Placement]] = [[], []] if lanes else [[]]
@@ -736,6 +766,38 @@ class _Packer:
         if first != index:
             return _spec(0, 0, _SAME, first, 0, (), None)
         code = _TENSOR_DTYPE_CODES.get(tensor.dtype)
+        if (
+            code is not None
+            and tensor.is_cpu
+            and tensor.layout is _STRIDED
+            and not tensor.is_nested
+            and not tensor.requires_grad
+            and tensor.is_contiguous()
+            and not tensor.is_conj()
+            and not tensor.is_neg()
+        ):
+            # The usual tensor: its bytes, as they lie, go in the CPU lane's shared buffer, unless they are
+            # large, empty or hold those of a tensor sent before.
+            shape = tensor.shape
+            nbytes = tensor.nbytes
+            address = tensor.data_ptr()
+            storage = address - tensor.storage_offset() * _ITEMSIZES[code]
+            lane = self.cpu_lane
+            offset = self.pool_nbytes[lane]
+            if 0 < nbytes < _U32 and offset < _U32 and storage not in self.regions and len(shape) <= _MAX_DIMS:
+                self.regions[storage] = [(address, nbytes, index)]
+                if nbytes < self.own_buffer:
+                    buffer = lane
+                    self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, None, address)))
+                    self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
+                else:
+                    buffer, offset = self.add_own(tensor, nbytes, lane, True, raw=True)
+                usual = _USUAL_SPECS[_USUAL_SIZE + 4 * len(shape)]
+                return _Ext(_TENSOR, usual.pack(code, _USUAL_TAGS[len(shape)], buffer, offset, *shape))
+        return self.any_tensor(tensor, index, code)
+
+    def any_tensor(self, tensor: torch.Tensor, index: int, code: int | None) -> msgspec.msgpack.Ext:
+        """The spec of tensor number *index*, of dtype *code*, checked against every rule; placed as ``tensor`` says."""
         device = "cpu" if tensor.is_cpu else "cuda" if tensor.is_cuda else tensor.device.type
         if code is None or tensor.layout is not _STRIDED or tensor.is_nested or device not in _DEVICE_CODES:
             _refuse(tensor)
@@ -770,7 +832,7 @@ class _Packer:
         else:
             buffer = lane
             offset = self.pool_nbytes[lane]
-            raw = dense and exact and device == "cpu"
+            raw = address if dense and exact and device == "cpu" else 0
             self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, strides, raw)))
             self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
         return _spec(code, flags, _NEW, buffer, offset, shape, strides)
@@ -913,8 +975,9 @@ def _move_raw(base: int, placements: Iterable[Placement]) -> list[Placement]:
     """Move the raw placements' bytes into the CPU memory at *base*; return the others."""
     others = []
     for placement in placements:
-        if placement.raw:
-            ctypes.memmove(base + placement.offset, placement.tensor.data_ptr(), placement.nbytes)
+        _, offset, nbytes, _, address = placement
+        if address:
+            _memmove(base + offset, address, nbytes)
         else:
             others.append(placement)
     return others
@@ -1141,6 +1204,9 @@ class _Reader:
         """The records inside field values, in the order they were rebuilt."""
         self.ends = [0] * len(sources)
         """Where the bytes of the last tensor placed in each buffer end: the next one starts there or later."""
+        self.usual = [size if type(source) in _BYTES else -1 for source, size in zip(sources, sizes, strict=True)]
+        """The size of each buffer given as bytes, where the usual tensor is read without more checks; -1 for
+        one given as a tensor."""
         self.typed: dict[tuple[int, str, torch.dtype], tuple[torch.Tensor, int]] = {}
         """Each buffer as elements of each dtype, on each kind of device, and its storage offset in them."""
 
@@ -1202,42 +1268,37 @@ class _Reader:
     def tensor(self, data: memoryview) -> torch.Tensor:
         """The tensor of one spec: the usual one made here, any other by ``placed``."""
         index = len(self.tensors)
+        usual = _USUAL_SPECS.get(len(data))
+        if usual is not None:
+            code, tag, buffer, offset, *shape = usual.unpack(data)
+            itemsize = _ITEMSIZES[code]
+            numel = shape[0] if len(shape) == 1 else math.prod(shape)
+            end = offset + numel * itemsize
+            if (
+                tag == _USUAL_TAGS[len(shape)]
+                and buffer < len(self.usual)
+                and self.ends[buffer] <= offset < end <= self.usual[buffer]
+                and not offset % ALIGN
+                and (buffer < self.shared or (not offset and end >= PACK_OWN_BUFFER))
+            ):
+                # The usual tensor: on the CPU, contiguous, after the one before it in a shared buffer or alone
+                # at the start of a large one of its own, inside bytes given here.
+                tensor = _frombuffer(self.sources[buffer], dtype=_TENSOR_DTYPES[code], count=numel, offset=offset)
+                if tensor.data_ptr() % itemsize:
+                    raise WireError(f"buffer {buffer} does not start at an address that is a multiple of {itemsize}")
+                if len(shape) != 1:
+                    tensor = tensor.view(shape)
+                self.ends[buffer] = end
+                self.regions[index] = (buffer, offset, end - offset, "cpu")
+                self.tensors.append(tensor)
+                return tensor
         if len(data) < 3:
             raise WireError(f"tensor {index}'s spec is cut short")
         ndim = data[2]
         if ndim > _MAX_DIMS or len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
             raise WireError(f"tensor {index}'s spec is not {ndim} dimensions long")
         spec = _SPECS[data[1] & _LAYOUT][ndim].unpack(data)
-        code, flags, _, kind, reference, offset = spec[:6]
-        shape = spec[6 : 6 + ndim]
-        itemsize = _ITEMSIZES[code]
-        numel = shape[0] if ndim == 1 else math.prod(shape)
-        nbytes = numel * itemsize
-        if (
-            kind == _NEW
-            and flags <= _REQUIRES_GRAD  # on the CPU, contiguous, narrow: no number reaches 2**62
-            and nbytes
-            and reference < self.shared
-            and reference < len(self.sizes)
-            and self.ends[reference] <= offset
-            and not offset % ALIGN
-            and offset + nbytes <= self.sizes[reference]
-            and type(self.sources[reference]) in _BYTES
-        ):
-            # The usual tensor: contiguous, after the one before it, inside bytes given on the CPU.
-            dtype = _TENSOR_DTYPES[code]
-            tensor = _frombuffer(self.sources[reference], dtype=dtype, count=numel, offset=offset)
-            if tensor.data_ptr() % itemsize:
-                raise WireError(f"buffer {reference} does not start at an address that is a multiple of {itemsize}")
-            if ndim != 1:
-                tensor = tensor.view(shape)
-            if flags:
-                _require_grad(index, tensor)
-            self.ends[reference] = offset + nbytes
-            self.regions[index] = (reference, offset, nbytes, "cpu")
-            self.tensors.append(tensor)
-            return tensor
-        return self.placed(index, spec, nbytes)
+        return self.placed(index, spec, math.prod(spec[6 : 6 + ndim]) * _ITEMSIZES[spec[0]])
 
     def placed(self, index: int, spec: tuple[int, ...], nbytes: int) -> torch.Tensor:
         """Tensor *index* of any spec, checked against every rule of the format."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import math
 import pickle
 import re
 import struct
@@ -465,6 +466,68 @@ def test_a_small_tensor_in_a_buffer_of_its_own_is_refused() -> None:
     body[3][position] = _tensor_ext(_INT64, 0, 0, 1, 0, [big // 8], [1])
     got = wire.unpack(_join(table, body), [bytearray(1024), bytearray(big)])
     assert got.slot_mapping.shape == (big // 8,)
+
+
+def _short_ext(code: int, buffer: int, offset: int, shape: Sequence[int]) -> msgspec.msgpack.Ext:
+    """The spec a sender writes for the usual tensor: no flags, 32-bit numbers, no strides."""
+    return msgspec.msgpack.Ext(
+        _TENSOR, struct.pack(f"<BBBBII{len(shape)}I", code, 0, len(shape), 0, buffer, offset, *shape)
+    )
+
+
+def _contiguous(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
+
+
+@pytest.mark.parametrize(
+    ("code", "buffer", "offset", "shape", "match"),
+    [
+        (200, 0, 0, [4], "dtype code \\(200\\)"),
+        (_INT64, 1, 0, [4], "lies in buffer 1"),
+        (_INT64, 0, 4, [4], "at a multiple of 64"),
+        (_INT64, 0, 8, [4], "at a multiple of 64"),
+        (_INT64, 0, 1024, [1], "which holds 1024"),
+        (_INT64, 0, 0, [129], "which holds 1024"),
+        (_INT64, 0, 960, [9], "which holds 1024"),
+        (_INT64, 0, 0, [(1 << 32) - 1, (1 << 32) - 1], "which holds 1024"),
+        (_INT64, 0, 64, [1 << 31, 2, 0], "no elements"),  # sizes whose product is 0, placed all the same
+    ],
+)
+def test_the_short_spec_of_the_usual_tensor_is_held_to_the_same_rules(
+    code: int, buffer: int, offset: int, shape: list[int], match: str
+) -> None:
+    # A sender writes the usual tensor's spec in a short form, which the receiver reads on a path of its
+    # own: it refuses what the long form refuses, with the same words.
+    for extension in (
+        _short_ext(code, buffer, offset, shape),
+        _tensor_ext(code, 0, 0, buffer, offset, shape, _contiguous(shape)),
+    ):
+        header, buffers = _with_tensor(extension)
+        _refused(header, buffers, match)
+
+
+def test_the_short_spec_keeps_tensors_apart_and_large_ones_alone_at_the_start_of_their_buffer() -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+    header, buffers = wire.pack(Step(4, torch.arange(128)))
+    table, body = _split(header)
+    body[3][position] = [_short_ext(_INT64, 0, 0, [8])]  # slot_mapping's bytes again
+    _refused(_join(table, body), buffers, "not after the tensors before it")
+    body[3][position] = [_short_ext(_INT64, 0, 64, [0])]  # an empty tensor lies nowhere
+    _refused(_join(table, body), buffers, "no elements")
+    big = wire.PACK_OWN_BUFFER
+    table = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<2Q2B", 1024, big, 0, 0)
+    slot = [f.name for f in Step.__dataclass_fields__.values()].index("slot_mapping")
+    body[3][position] = []
+    for extension in (_short_ext(_INT64, 1, 64, [4]), _short_ext(_INT64, 1, 0, [4])):
+        body[3][slot] = extension
+        _refused(_join(table, body), [bytearray(1024), bytearray(big)], "a buffer of its own")
+    body[3][slot] = _short_ext(_INT64, 1, 0, [big // 8])
+    body[3][position] = [_short_ext(_INT64, 1, 0, [big // 8])]
+    _refused(_join(table, body), [bytearray(1024), bytearray(big)], "not after the tensors before it")
+    body[3][position] = [_short_ext(_INT64, 0, 0, []), _short_ext(_INT64, 0, 64, [2, 3])]
+    got = wire.unpack(_join(table, body), [bytearray(1024), bytearray(big)])
+    assert got.slot_mapping.shape == (big // 8,)
+    assert [tuple(t.shape) for t in got.unresolved] == [(), (2, 3)]
 
 
 def test_a_float_tensor_may_require_grad() -> None:
