@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import metakit
+from metakit._errors import describe
 from metakit._fields import METHOD_NAMES
 from metakit._overrides import reaches_metakit, users_methods
 
@@ -140,7 +141,7 @@ def import_user_module(name: str) -> types.ModuleType:
     except BrokenPipeError:  # its own print() to a reader that has gone: the program's end, not its error
         raise
     except Exception as error:
-        raise UsageError(f"importing {name!r} raised {type(error).__qualname__}: {_one_line(error)}") from None
+        raise UsageError(f"importing {name!r} raised {_one_line(error, typed=True)}") from None
 
 
 def _dotted_name(name: str) -> bool:
@@ -148,9 +149,16 @@ def _dotted_name(name: str) -> bool:
     return all(part.isidentifier() for part in name.split("."))
 
 
-def _one_line(error: BaseException) -> str:
-    """*error*'s message on one line: its line breaks written as ``\\n``."""
-    return str(error).replace("\n", "\\n")
+def _one_line(error: BaseException, *, typed: bool = False) -> str:
+    """*error*'s message, after its type's name if *typed*, on one line: its line breaks written as ``\\n``.
+
+    Its type alone, said so, where its message cannot be read.
+    """
+    try:
+        message = describe(error) if typed else str(error)
+    except Exception:  # its __str__ raised: the user's exception class, not ours
+        message = describe(error)
+    return message.replace("\n", "\\n")
 
 
 def _show(prog: str, argv: list[str]) -> int:
@@ -169,7 +177,7 @@ def _show(prog: str, argv: list[str]) -> int:
         except AttributeError:
             raise UsageError(f"module {module_name!r} has no class {qualname!r}") from None
         except Exception as error:
-            raise UsageError(f"looking up {qualname!r} raised {type(error).__qualname__}: {error}") from None
+            raise UsageError(f"looking up {qualname!r} raised {_one_line(error, typed=True)}") from None
     if not isinstance(obj, type):
         raise UsageError(f"{target} is not a class")
     try:

@@ -558,7 +558,7 @@ class _Checker:
         self.fail(
             form.role,
             form.text(),
-            f"{problem}, but dataclasses.replace(obj) raises {type(expected).__name__}: {expected}",
+            f"{problem}, but dataclasses.replace(obj) raises {describe(expected)}",
         )
 
     # --- calling ------------------------------------------------------------------

@@ -426,6 +426,41 @@ def test_an_error_of_many_lines_raised_by_the_users_module_is_told_in_one_line(c
     assert_refused(result, f"{PROG}: error: importing 'metakit_cli_lines' raised RuntimeError: first\\nsecond")
 
 
+UNREADABLE = """
+class Unreadable(Exception):
+    def __str__(self):
+        raise ValueError("no message")
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "error"),
+    [
+        (UNREADABLE + "raise Unreadable()\n", "metakit_cli_unreadable:Step", "importing 'metakit_cli_unreadable'"),
+        (
+            UNREADABLE + "def __getattr__(name):\n    raise Unreadable()\n",
+            "metakit_cli_unreadable:Step",
+            "looking up 'Step'",
+        ),
+        (
+            UNREADABLE.replace("(Exception)", "(ImportError)") + "raise Unreadable()\n",
+            "metakit_cli_unreadable:Step",
+            "cannot import 'metakit_cli_unreadable':",
+        ),
+    ],
+    ids=["importing", "looking up", "an import error"],
+)
+def test_an_error_whose_message_cannot_be_read_is_told_by_its_type(cli, tmp_path, source, target, error):
+    (tmp_path / "metakit_cli_unreadable.py").write_text(source)
+    try:
+        result = cli("show", target)
+    finally:
+        sys.modules.pop("metakit_cli_unreadable", None)
+    told = error if error.endswith(":") else f"{error} raised"
+    assert_refused(result, f"{PROG}: error: {told} Unreadable (its message cannot be read)")
+
+
 @pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
 @pytest.mark.parametrize("command", ["show", "stubgen"])
 def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(cli, tmp_path, command, code, shown):

@@ -1306,6 +1306,27 @@ def test_replace_must_raise_where_dataclasses_replace_does(monkeypatch):
         assert_zerocopy(NeedsScale([1], 2))
 
 
+def test_an_error_of_dataclasses_replace_whose_message_cannot_be_read_is_still_a_failed_check(monkeypatch):
+    class Unreadable(Exception):
+        def __str__(self):
+            raise RuntimeError("this message cannot be read")
+
+    @dataclass
+    class Refuses(ZeroCopy):
+        lens: list[int]
+        closed: ClassVar[bool] = False
+
+        def __post_init__(self) -> None:
+            if Refuses.closed:
+                raise Unreadable
+
+    record = Refuses([1])
+    Refuses.closed = True  # dataclasses.replace(record) raises from here on
+    monkeypatch.setattr(metakit, "replace", copy.copy, raising=False)
+    with pytest.raises(AssertionError, match=r"returned, but dataclasses.replace\(obj\) raises Unreadable \(its"):
+        assert_zerocopy(record)
+
+
 def test_the_real_metakit_replace_is_called(monkeypatch):
     calls = []
     real = metakit.replace
