@@ -1217,7 +1217,7 @@ class _Reader:
         except WireError:
             raise
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
-            raise WireError(f"the header cannot be read: {describe(error)}") from None
+            raise WireError(f"the header cannot be read: {_first_line(error)}") from None
 
     def extension(self, code: int, data: memoryview) -> Any:  # noqa: PLR0911  # one return per kind of value
         if code == _TENSOR:
@@ -1263,7 +1263,7 @@ class _Reader:
         except WireError:
             raise
         except Exception as error:
-            raise WireError(f"a pickled value cannot be read: {describe(error)}") from None
+            raise WireError(f"a pickled value cannot be read: {_first_line(error)}") from None
 
     def tensor(self, data: memoryview) -> torch.Tensor:
         """The tensor of one spec: the usual one made here, any other by ``placed``."""
@@ -1312,7 +1312,8 @@ class _Reader:
             raise WireError(f"tensor {index} has a dtype code ({code}) or flags ({flags}) that are not in the tables")
         device = _DEVICE_KINDS[flags >> _DEVICE_SHIFT]
         itemsize = dtype.itemsize
-        if max(spec) >= _MAX_SIZE:
+        if max(spec) >= _MAX_SIZE or (strides is None and max(_contiguous_strides(shape), default=0) >= _MAX_SIZE):
+            # The strides a contiguous spec leaves out are held to the bound of those written out.
             raise WireError(f"tensor {index} has a size, stride or offset out of range: {spec[5:]}")
         if not nbytes:
             if kind != _NEW or reference or offset:
@@ -1403,10 +1404,12 @@ class _Reader:
         self, index: int, device: str, dtype: torch.dtype, shape: tuple[int, ...], strides: tuple[int, ...], flags: int
     ) -> torch.Tensor:
         """A tensor with no elements, which lies in no buffer."""
+        # torch warns when it makes a complex32 tensor: made as int32, of the same size, it warns no one.
+        made = torch.int32 if dtype is torch.complex32 else dtype
         try:
-            tensor = torch.empty_strided(shape, strides, dtype=dtype, device=local_device(device))
-        except RuntimeError as error:  # sizes whose product does not fit torch's int64
-            raise WireError(f"tensor {index} of shape {shape} cannot be made here: {error}") from None
+            tensor = torch.empty_strided(shape, strides, dtype=made, device=local_device(device)).view(dtype)
+        except (RuntimeError, TypeError, ValueError):  # sizes whose product does not fit torch's int64
+            raise WireError(f"tensor {index} of shape {shape} cannot be made here") from None
         if flags & _REQUIRES_GRAD:
             _require_grad(index, tensor)
         self.tensors.append(tensor)
@@ -1435,7 +1438,7 @@ class _Reader:
         except msgspec.ValidationError:
             raise WireError(f"{where}: a record's body is not [class, digest, names, values]") from None
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
-            raise WireError(f"the header cannot be read: {describe(error)}") from None
+            raise WireError(f"the header cannot be read: {_first_line(error)}") from None
         module, colon, qualname = name.partition(":")
         if not colon:
             raise WireError(f"{where}: the class name {name[:200]!r} is not module:qualname")
@@ -1488,7 +1491,7 @@ class _Reader:
         except WireError:
             raise
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
-            raise WireError(f"the header cannot be read: {describe(error)}") from None
+            raise WireError(f"the header cannot be read: {_first_line(error)}") from None
         try:
             return builder.build(cls, values, _field)
         except _Mismatched:
@@ -1596,6 +1599,12 @@ class _Unpickler(pickle.Unpickler):
                 "here, and metakit never imports a module named on the wire: import it before receiving"
             )
         return super().find_class(module_name, global_name)
+
+
+def _first_line(error: BaseException) -> str:
+    """``describe(error)``'s first line: to some messages torch appends its C++ backtrace, which holds this
+    process's addresses."""
+    return describe(error).partition("\n")[0]
 
 
 def local_device(kind: str) -> torch.device:

@@ -19,6 +19,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -415,6 +416,7 @@ def _with_tensor(extension: msgspec.msgpack.Ext, buffers: list[Any] | None = Non
 
 _INT64 = 5  # the dtype code of torch.int64 in the table of docs/wire-format.md
 _FLOAT32 = 8
+_COMPLEX32 = 10
 
 
 @pytest.mark.parametrize(
@@ -504,6 +506,37 @@ def test_the_short_spec_of_the_usual_tensor_is_held_to_the_same_rules(
     ):
         header, buffers = _with_tensor(extension)
         _refused(header, buffers, match)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [[0, 1 << 31, 1 << 31], [0, 1 << 31, 1 << 31, 2], [0, (1 << 32) - 1, (1 << 32) - 1, (1 << 32) - 1]],
+    ids=["strides of 2^62", "strides over 2^63", "strides over 2^64"],
+)
+def test_an_empty_tensor_whose_contiguous_strides_are_out_of_range_is_refused_in_every_form(shape: list[int]) -> None:
+    # The strides that a contiguous spec leaves out are held to the bound of those written out; past
+    # int64, torch refused them with a message holding its C++ backtrace: this process's addresses.
+    # (Found by an outside tester.)
+    wide = msgspec.msgpack.Ext(
+        _TENSOR, _SPEC_HEAD.pack(_INT64, _WIDE, len(shape), 0, 0, 0) + struct.pack(f"<{len(shape)}Q", *shape)
+    )
+    fits = max(_contiguous(shape)) < 1 << 64  # else the long form cannot even write them
+    long_form = [_tensor_ext(_INT64, 0, 0, 0, 0, shape, _contiguous(shape))] if fits else []
+    for extension in (_short_ext(_INT64, 0, 0, shape), wide, *long_form):
+        header, buffers = _with_tensor(extension)
+        error = _refused(header, buffers, "tensor 0 has a size, stride or offset out of range")
+        assert "0x" not in str(error)
+
+
+def test_an_empty_complex32_tensor_arrives_without_a_warning() -> None:
+    # torch warns when it makes an empty complex32 tensor: a peer could write to the receiver's stderr,
+    # and a receiver that turns warnings into errors got a UserWarning.  (Found by an outside tester.)
+    header, buffers = _with_tensor(_short_ext(_COMPLEX32, 0, 0, [0, 3]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = wire.unpack(header, buffers)
+    assert got.slot_mapping.dtype == torch.complex32
+    assert got.slot_mapping.shape == (0, 3)
 
 
 def test_the_short_spec_keeps_tensors_apart_and_large_ones_alone_at_the_start_of_their_buffer() -> None:
