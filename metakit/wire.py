@@ -228,6 +228,8 @@ def _spec_structs(flags: int) -> list[struct.Struct]:
 
 
 _SPECS: Final = {flags: _spec_structs(flags) for flags in (0, _WIDE, _STRIDES, _WIDE | _STRIDES)}
+"""A tensor's whole spec, by its flags of layout (wide, with strides) and its number of dimensions:
+dtype code, flags, ndim, kind, reference (``u32``), offset, then the sizes and the strides, if any."""
 
 _USUAL_SPECS: Final = {
     struct.calcsize(f"<B3sII{ndim}I"): struct.Struct(f"<B3sII{ndim}I") for ndim in range(_MAX_DIMS + 1)
@@ -238,8 +240,6 @@ _USUAL_TAGS: Final = [bytes((0, ndim, _NEW)) for ndim in range(_MAX_DIMS + 1)]
 _USUAL_SIZE: Final = 12
 """The length of the usual spec of a tensor with no dimensions; each dimension adds 4 bytes."""
 _U32: Final = 1 << 32
-"""A tensor's whole spec, by its flags of layout (wide, with strides) and its number of dimensions:
-dtype code, flags, ndim, kind, reference (``u32``), offset, then the sizes and the strides, if any."""
 
 
 def _spec(  # noqa: PLR0917  # a spec's fields, in its order
