@@ -780,7 +780,6 @@ def _check_not_str(api: CheckerPluginInterface, expr: Expression, typ: Type) -> 
     if any(isinstance(item, (Instance, LiteralType)) and is_subtype(item, str_type) for item in items):
         hint = f"; write skip_fields={{{expr.value!r}}}" if isinstance(expr, StrExpr) else ""
         api.fail(f"skip_fields must be an iterable of field names, not a str{hint}", expr, code=METAKIT_ERROR)
-        return
 
 
 def _fields(receiver: Instance) -> tuple[dict[str, Type], set[str]] | None:

@@ -237,7 +237,7 @@ _USUAL_SPECS: Final = {
 """The usual tensor's spec, by its length: dtype code, then flags 0, ndim and kind ``_NEW`` as three bytes
 (``_USUAL_TAGS[ndim]``), then its buffer, its offset and its sizes, each a ``u32``."""
 _USUAL_TAGS: Final = [bytes((0, ndim, _NEW)) for ndim in range(_MAX_DIMS + 1)]
-_USUAL_SIZE: Final = 12
+_USUAL_SIZE: Final = struct.calcsize("<B3sII")
 """The length of the usual spec of a tensor with no dimensions; each dimension adds 4 bytes."""
 _U32: Final = 1 << 32
 
@@ -1306,28 +1306,27 @@ class _Reader:
         if kind == _SAME:
             return self.same(index, reference, spec)
         shape = spec[6 : 6 + ndim]
-        strides = spec[6 + ndim :] if flags & _STRIDES else None
+        written = flags & _STRIDES
+        strides = spec[6 + ndim :] if written else _contiguous_strides(shape)
         dtype = _TENSOR_DTYPES.get(code)
         if dtype is None or flags & ~_KNOWN_FLAGS or flags >> _DEVICE_SHIFT >= len(_DEVICE_KINDS):
             raise WireError(f"tensor {index} has a dtype code ({code}) or flags ({flags}) that are not in the tables")
         device = _DEVICE_KINDS[flags >> _DEVICE_SHIFT]
         itemsize = dtype.itemsize
-        if max(spec) >= _MAX_SIZE or (strides is None and max(_contiguous_strides(shape), default=0) >= _MAX_SIZE):
-            # The strides a contiguous spec leaves out are held to the bound of those written out.
+        if max(spec) >= _MAX_SIZE or max(strides, default=0) >= _MAX_SIZE:  # those left out too
             raise WireError(f"tensor {index} has a size, stride or offset out of range: {spec[5:]}")
         if not nbytes:
             if kind != _NEW or reference or offset:
                 raise WireError(f"tensor {index} has no elements, so lies in no buffer, but its spec places it")
-            return self.empty(index, device, dtype, shape, strides or _contiguous_strides(shape), flags)
+            return self.empty(index, device, dtype, shape, strides, flags)
         if kind == _NEW:
             buffer = reference
             self.check_place(index, buffer, offset, nbytes)
-            if strides is not None and not _dense(shape, strides):
+            if written and not _dense(shape, strides):
                 raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
             end = self.ends[buffer] = offset + nbytes
             self.regions[index] = (buffer, offset, nbytes, device)
         else:
-            strides = strides or _contiguous_strides(shape)
             buffer, offset, end = self.view_of(index, kind, reference, offset, device, shape, strides, itemsize)
         if offset % itemsize or end > self.sizes[buffer]:
             raise WireError(
@@ -1337,7 +1336,7 @@ class _Reader:
         typed = self.typed.get((buffer, device, dtype))
         if typed is None:
             typed = self._typed(buffer, device, dtype)
-        tensor = typed[0].as_strided(shape, strides or _contiguous_strides(shape), typed[1] + offset // itemsize)
+        tensor = typed[0].as_strided(shape, strides, typed[1] + offset // itemsize)
         if flags & _REQUIRES_GRAD:
             _require_grad(index, tensor)
         self.tensors.append(tensor)
