@@ -142,13 +142,16 @@ def layout_of(cls: type) -> Layout:
         kind = getattr(f, "_field_type", None)
         if kind is _CLASSVAR:
             continue
-        name = as_text(f.name)
+        name = f.name
+        if type(name) is not str:
+            name = as_text(name)
         names.append(name)
         if not f.init:
             roles.append(REFUSED)
         else:
             arguments.append(name)
-            keyword_only = keyword_only or f.kw_only is True
+            if f.kw_only is True:
+                keyword_only = True
             roles.append(REQUIRED if kind is _INITVAR and f.default is _MISSING else CARRIED)
         if kind is not _INITVAR and not is_omitted(f):
             included.append(name)

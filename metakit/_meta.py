@@ -92,7 +92,7 @@ class ZeroCopyFields(type):
                 _install(cls)
             # Only a class with several bases, or methods of its own, can put
             # a user's method in front of generated ones (rule 2).
-            if len(bases) > 1 or any(name in namespace for name in METHOD_NAMES):
+            if len(bases) > 1 or not namespace.keys().isdisjoint(METHOD_NAMES):
                 guard_bases(cls)
             if _changes != before:
                 _settle(cls, before)
@@ -153,7 +153,10 @@ def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
         # ``@dataclass(slots=True)`` makes a new class from the old one's
         # namespace, fields included (and then sets its __qualname__).
         return True
-    if not any("__dataclass_fields__" in base.__dict__ for base in cls.__mro__[1:]):
+    for base in cls.__mro__[1:]:
+        if "__dataclass_fields__" in base.__dict__:
+            break
+    else:
         return False
     # An undecorated subclass of a dataclass from outside metakit; or of a
     # metakit dataclass, whose fields and methods it shares unless it is

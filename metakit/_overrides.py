@@ -86,14 +86,17 @@ def _next_users(
 
     *coming_back* is as for ``placing``: those classes' methods are metakit's.
     """
+    dispatcher = DISPATCHERS.get(name)
     for at in range(start, len(mro)):
         namespace = mro[at].__dict__
-        if name not in namespace or (id(mro[at]), name) in coming_back:
+        value = namespace.get(name, _ABSENT)
+        if value is _ABSENT or (coming_back and (id(mro[at]), name) in coming_back):
             continue
-        value = namespace[name]
+        if value is dispatcher:
+            return None
         if not is_ours(namespace, name, value):
             return at
-        if value is DISPATCHERS.get(name) or _own_replace(namespace, name):
+        if _own_replace(namespace, name):
             return None
     return None
 
@@ -127,7 +130,7 @@ def placing(
             if _inherits_users(cls, name, coming_back):
                 if own is not _ABSENT:  # the user's method above was put there later
                     gone.append(name)
-            elif own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own):
+            elif own is _ABSENT or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own)):
                 # (A forwarder, put there by rule 2, stays: it serves the
                 # instance's own class too.)
                 wanted.append((name, generated))

@@ -32,13 +32,14 @@ def writable_name(name: object) -> bool:
     form would name another attribute; ``__debug__`` cannot be a keyword
     argument.
     """
-    if not isinstance(name, str):
-        return False
-    text = as_text(name)  # the text itself: a str subclass's methods are not asked
+    if type(name) is not str:
+        if not isinstance(name, str):
+            return False
+        name = as_text(name)  # the text itself: a str subclass's methods are not asked
     return (
-        text.isidentifier()
-        and text not in _KEYWORDS
-        and (text.isascii() or unicodedata.normalize("NFKC", text) == text)
+        name.isidentifier()
+        and name not in _KEYWORDS
+        and (name.isascii() or unicodedata.normalize("NFKC", name) == name)
     )
 
 
