@@ -149,9 +149,10 @@ def _settle(cls: type, before: int) -> None:
 
 def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
     """Whether *cls*, just made with *namespace*, is a dataclass that needs methods made for it."""
-    if "__dataclass_fields__" in namespace:
+    if type(namespace.get("__dataclass_fields__")) is dict:
         # ``@dataclass(slots=True)`` makes a new class from the old one's
-        # namespace, fields included (and then sets its __qualname__).
+        # namespace, fields included (and then sets its __qualname__).  (Any
+        # other value is the default of a field of that name.)
         return True
     for base in cls.__mro__[1:]:
         if "__dataclass_fields__" in base.__dict__:
@@ -171,6 +172,8 @@ def _watched_set(cls: type, name: str) -> None:
         # ``dataclasses`` sets this once every field is known: the moment a
         # class becomes a dataclass.  Where it writes ``__init__`` next, the
         # methods wait for it, since ``replace`` calls it (see below).
+        if type(namespace[name]) is not dict:
+            return  # the default of a field of that name, which dataclasses sets before the fields
         params = namespace.get("__dataclass_params__")
         if (
             "__init__" in namespace

@@ -1978,6 +1978,23 @@ def test_field_named_self_in_a_class_body():
     assert_converts(step)
 
 
+def test_field_named_dataclass_fields():
+    # Its default lies in the class namespace, or is set on the class, before dataclasses sets the real fields.
+    Made = make_dataclass("Made", [("__dataclass_fields__", int, 0), ("b", int, 1)], bases=(ZeroCopy,))
+
+    @dataclass
+    class Step(ZeroCopy):
+        __dataclass_fields__: int = field(default=0)
+        b: int = 1
+
+    for cls in (Made, Step):
+        assert [f.name for f in fields(cls)] == ["__dataclass_fields__", "b"]
+        obj = cls(5)
+        assert obj.asdict_zerocopy() == {"__dataclass_fields__": 5, "b": 1}
+        assert metakit.replace(obj, b=3) == cls(5, 3)
+        assert_converts(obj)
+
+
 @pytest.mark.parametrize("skip", [["a", "c"], {"a", "c"}, ("c", "a")], ids=["list", "set", "tuple"])
 def test_skip_fields_is_never_changed(skip):
     before = copy.copy(skip)
