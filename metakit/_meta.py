@@ -155,7 +155,7 @@ def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
         # other value is the default of a field of that name.)
         return True
     for base in cls.__mro__[1:]:
-        if "__dataclass_fields__" in base.__dict__:
+        if type(base.__dict__.get("__dataclass_fields__")) is dict:
             break
     else:
         return False

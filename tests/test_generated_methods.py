@@ -1994,6 +1994,14 @@ def test_field_named_dataclass_fields():
         assert metakit.replace(obj, b=3) == cls(5, 3)
         assert_converts(obj)
 
+    class NoDataclass:  # an attribute of that name on a base that is no dataclass
+        __dataclass_fields__ = 0
+
+    class Below(NoDataclass, ZeroCopy):
+        pass
+
+    assert "asdict_zerocopy" not in vars(Below)
+
 
 @pytest.mark.parametrize("skip", [["a", "c"], {"a", "c"}, ("c", "a")], ids=["list", "set", "tuple"])
 def test_skip_fields_is_never_changed(skip):
