@@ -142,9 +142,7 @@ def layout_of(cls: type) -> Layout:
         kind = getattr(f, "_field_type", None)
         if kind is _CLASSVAR:
             continue
-        name = f.name
-        if type(name) is not str:
-            name = as_text(name)
+        name = as_text(f.name)
         names.append(name)
         if not f.init:
             roles.append(REFUSED)

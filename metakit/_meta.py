@@ -30,6 +30,7 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from collections.abc import Mapping
 from itertools import count
 from typing import Any, Final, TypeVar
 
@@ -149,13 +150,12 @@ def _settle(cls: type, before: int) -> None:
 
 def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
     """Whether *cls*, just made with *namespace*, is a dataclass that needs methods made for it."""
-    if type(namespace.get("__dataclass_fields__")) is dict:
+    if _holds_fields(namespace):
         # ``@dataclass(slots=True)`` makes a new class from the old one's
-        # namespace, fields included (and then sets its __qualname__).  (Any
-        # other value is the default of a field of that name.)
+        # namespace, fields included (and then sets its __qualname__).
         return True
     for base in cls.__mro__[1:]:
-        if type(base.__dict__.get("__dataclass_fields__")) is dict:
+        if _holds_fields(base.__dict__):
             break
     else:
         return False
@@ -166,14 +166,23 @@ def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
     return type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout)
 
 
+def _holds_fields(namespace: Mapping[str, Any]) -> bool:
+    """Whether *namespace* is a dataclass's: it holds the dict of its fields.
+
+    Any other value under that name is the default of a field so named,
+    which ``dataclasses`` sets on the class before it sets the fields.
+    """
+    return type(namespace.get("__dataclass_fields__")) is dict
+
+
 def _watched_set(cls: type, name: str) -> None:
     namespace = cls.__dict__
     if name == "__dataclass_fields__":
         # ``dataclasses`` sets this once every field is known: the moment a
         # class becomes a dataclass.  Where it writes ``__init__`` next, the
         # methods wait for it, since ``replace`` calls it (see below).
-        if type(namespace[name]) is not dict:
-            return  # the default of a field of that name, which dataclasses sets before the fields
+        if not _holds_fields(namespace):
+            return
         params = namespace.get("__dataclass_params__")
         if (
             "__init__" in namespace
@@ -191,7 +200,7 @@ def _watched_set(cls: type, name: str) -> None:
         if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
             _install(cls)
     elif name in ("__init__", "__new__"):
-        if name == "__init__" and STATE not in namespace and "__dataclass_fields__" in namespace:
+        if name == "__init__" and STATE not in namespace and _holds_fields(namespace):
             _install(cls)  # written by dataclasses, which set the fields just before
         else:
             _recheck_calls(cls)
