@@ -1181,6 +1181,8 @@ def _extension(code: int, data: memoryview) -> Any:
 
 
 _decoder: Final = msgspec.msgpack.Decoder(ext_hook=_extension)
+_ITEMS: Final = msgspec.msgpack.Decoder(list[msgspec.Raw])
+"""Reads an array's items, each left unread: no extension hook runs."""
 _BODY: Final = msgspec.msgpack.Decoder(tuple[str, int, Any, msgspec.Raw])
 """Reads a record's body, ``[class, digest, names, values]``, leaving its values to be read once the class is known."""
 
@@ -1457,11 +1459,7 @@ class _Reader:
     def general_record(self, cls: type, codec: _Codec, names: tuple[str, ...], raw: msgspec.Raw, where: str) -> object:
         """Rebuild a record of *cls* whose fields *names* travel, each value checked and set one by one."""
         qualname = cls.__qualname__
-        values = self.decode(raw)
-        if type(values) is not list:
-            raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
-        if len(values) != len(names):
-            raise WireError(f"{qualname}: {len(names)} fields travel, but {len(values)} values arrived")
+        values = _one_per_name(self.decode(raw), names, cls, where)
         for field_name, value in zip(names, values, strict=True):
             _field(cls, field_name, value)
         arguments = dict(zip(names, values, strict=True))
@@ -1483,10 +1481,9 @@ class _Reader:
         try:
             values = builder.values.decode(raw)
         except msgspec.ValidationError:
-            # Read the values again as the general way does, from where the first reading
-            # started: it decides, and names the field and what it holds.
             self.rewind(before)
-            return self.general_record(cls, _codec(cls), builder.names, raw, where)
+            self.refuse_typed(builder, raw, cls, where)
+            return self.general_record(cls, _codec(cls), builder.names, raw, where)  # if typed reading was stricter
         except WireError:
             raise
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
@@ -1497,6 +1494,22 @@ class _Reader:
             raise
         except Exception as error:
             raise WireError(f"{cls.__qualname__}(...) raised {describe(error)}") from None
+
+    def refuse_typed(self, builder: Builder, raw: msgspec.Raw, cls: type, where: str) -> None:
+        """Raise the general way's error for the values of *cls* that the typed reading refused.
+
+        Only the values that the typed reading checked are read again, and
+        they hold no record: a record inside another field, made before the
+        typed reading stopped, is not made a second time.
+        """
+        try:
+            items = _one_per_name(_ITEMS.decode(raw), builder.names, cls, where)
+        except msgspec.ValidationError:
+            items = _one_per_name(None, builder.names, cls, where)  # not an array
+        unchecked = {checked.position for checked in builder.checked}
+        for position, (name, item) in enumerate(zip(builder.names, items, strict=True)):
+            if position not in unchecked:
+                _field(cls, name, self.decode(item))
 
     def mark(self) -> tuple[int, list[int], int]:
         """Where reading stands: the tensors and records read so far, and where each buffer's bytes are taken to."""
@@ -1521,6 +1534,15 @@ class _Reader:
         if strangers:
             raise WireError(f"{qualname}: the field {strangers[0]!r} never travels (an OMIT field), but arrived")
         return names
+
+
+def _one_per_name(values: object, names: tuple[str, ...], cls: type, where: str) -> list[Any]:
+    """*values*, as they arrived for a record of *cls*; ``WireError`` unless they are a list of one per name."""
+    if type(values) is not list:
+        raise WireError(f"{where}: a record's body is not [class, digest, names, values]")
+    if len(values) != len(names):
+        raise WireError(f"{cls.__qualname__}: {len(names)} fields travel, but {len(values)} values arrived")
+    return values
 
 
 class _Mismatched(WireError):

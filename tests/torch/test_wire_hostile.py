@@ -238,6 +238,31 @@ def test_values_are_checked_against_the_declared_types_on_both_sides(name: str, 
 
 
 @dataclass
+class Counted(ZeroCopy):
+    made: ClassVar[int] = 0
+    step: int
+
+    def __post_init__(self) -> None:
+        type(self).made += 1
+
+
+@dataclass
+class HoldsCounted(ZeroCopy):
+    first: Counted
+    num_tokens: int
+    last: Counted
+
+
+def test_a_refused_value_makes_no_record_inside_the_others_twice() -> None:
+    # The typed reading makes ``first`` before it meets the bad int; saying which field is bad must not make it
+    # again.  ``last`` comes after the bad value, and is made at most once too.
+    header, buffers = _edited(HoldsCounted(Counted(1), 2, Counted(3)), lambda body: body[3].__setitem__(1, "two"))
+    Counted.made = 0
+    _refused(header, buffers, re.escape("HoldsCounted: Expected `int`, got `str` - at `$.num_tokens`"))
+    assert Counted.made == 1
+
+
+@dataclass
 class ImplicitOptional(ZeroCopy):
     """vllm-ascend's shape: a tensor field whose default is None."""
 
