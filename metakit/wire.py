@@ -594,6 +594,10 @@ _SCALARS: Final = _PLAIN - {int}
 _INTS: Final = frozenset({int, bool})
 
 
+class _TooDeep(_Refused):
+    """A value nested more than ``MAX_DEPTH`` levels deep."""
+
+
 class _Packer:
     """Turns one record into msgpack-ready values, placing its tensors' bytes in buffers as it goes."""
 
@@ -668,6 +672,8 @@ class _Packer:
         try:
             return self.tensor(value) if kind is _Tensor else self.value(value)  # type: ignore[arg-type]
         except _Refused as error:
+            if self.depth and type(error) is _TooDeep:
+                raise  # said once, for the field of the record packed, not again by each record it passes
             self.refused(obj, name, error)
 
     @staticmethod
@@ -687,9 +693,9 @@ class _Packer:
         if kind is torch.dtype or kind is torch.device:
             return self.other(value, kind)
         # A container, a record or a pickle: one level deeper.
+        if self.depth == MAX_DEPTH:
+            raise _TooDeep(f"it is nested more than {MAX_DEPTH} levels deep, or holds itself")
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise _Refused(f"it is nested more than {MAX_DEPTH} levels deep, or holds itself")
         try:
             if kind is list:
                 return self.plain_list(value)  # type: ignore[arg-type]
@@ -743,6 +749,8 @@ class _Packer:
             self.writing.add(id(value))
             try:
                 body = _encoder.encode(self.record(value, kind, None))
+            except _TooDeep:
+                raise
             except TypeError as error:
                 raise _Refused(f"a record inside it: {error}") from None
             finally:

@@ -891,6 +891,23 @@ def test_a_value_nested_too_deep_or_holding_itself_is_refused_on_the_sender() ->
             wire.pack(Step(4, torch.arange(4), unresolved=value))  # type: ignore[arg-type]
 
 
+@dataclass
+class Chain(ZeroCopy):
+    next: Chain | None = None
+
+
+def test_a_chain_of_records_too_deep_is_refused_once_for_the_field_of_the_record_packed() -> None:
+    chain = Chain()
+    for _ in range(wire.MAX_DEPTH + 10):
+        chain = Chain(chain)
+    with pytest.raises(TypeError) as caught:
+        wire.pack(chain)
+    assert str(caught.value) == (
+        f"field 'next' of Chain cannot be sent ($.next): it is nested more than {wire.MAX_DEPTH} levels deep, "
+        "or holds itself"
+    )
+
+
 def test_a_tensor_with_numbers_of_4_gib_or_more_travels_in_a_wide_spec() -> None:
     empty = torch.empty(0, 1 << 33)  # no bytes, and strides of 2**33 elements
     got = wire.unpack(*wire.pack(Step(4, torch.arange(4), unresolved=[empty])))  # type: ignore[list-item]
