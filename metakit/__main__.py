@@ -60,7 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     prog = program_name()
     try:
-        status = _run(prog, args)
+        try:
+            status = _run(prog, args)
+        except SystemExit as exit:  # argparse's, after --help or a mistake in the arguments
+            status = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 2
         if sys.stdout is not None:  # None: started with its standard output closed
             sys.stdout.flush()  # here, where a closed pipe can still be told from other errors
     except UsageError as error:
@@ -72,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _discard_stdout()
         return _PIPE_CLOSED
+    except (OSError, UnicodeEncodeError) as error:  # the output cannot take what is written: a full disk, ASCII
+        _discard_stdout()
+        print(f"{prog}: error: cannot write the output: {_one_line(error)}", file=sys.stderr)
+        return 2
     return status
 
 
@@ -138,9 +145,9 @@ def import_user_module(name: str) -> types.ModuleType:
         raise UsageError(f"cannot import {name!r}: {_one_line(error)}") from None
     except SystemExit as error:  # the module's own sys.exit(): not this command's status
         raise UsageError(f"importing {name!r} called sys.exit({error.code!r})") from None
-    except BrokenPipeError:  # its own print() to a reader that has gone: the program's end, not its error
+    except (BrokenPipeError, KeyboardInterrupt):  # a reader that has gone, Ctrl-C: the program's end, not its error
         raise
-    except Exception as error:
+    except BaseException as error:  # any other, GeneratorExit included, is the module's
         raise UsageError(f"importing {name!r} raised {_one_line(error, typed=True)}") from None
 
 
@@ -182,9 +189,12 @@ def _show(prog: str, argv: list[str]) -> int:
         raise UsageError(f"{target} is not a class")
     try:
         source = metakit.generated_source(obj)
+        notes = _show_notes(obj)
     except TypeError as error:
         raise UsageError(str(error)) from None
-    for note in _show_notes(obj):
+    except Exception as error:  # its metaclass's __getattr__ raised, or it holds no dict of fields
+        raise UsageError(f"reading {qualname} as a dataclass raised {_one_line(error, typed=True)}") from None
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(source, end="")
     return 0

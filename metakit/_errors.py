@@ -22,11 +22,13 @@ SkipFieldsError.__module__ = "metakit"  # where users import it from
 
 def describe(error: BaseException) -> str:
     """``Type: message`` for *error*, as metakit quotes an exception it caught (the wire, the
-    testing helpers); the type alone, said so, where its message cannot be read."""
+    testing helpers); the type alone where it has no message, and said so where its message cannot
+    be read."""
     try:
-        return f"{type(error).__name__}: {error}"
+        message = str(error)
     except Exception:  # its __str__ raised: the user's exception class, not ours
         return f"{type(error).__name__} (its message cannot be read)"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _describe(value: object) -> str:

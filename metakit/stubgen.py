@@ -230,7 +230,7 @@ class _Additions:
                 continue
             if issubclass(cls, enum.Enum):
                 _declare_members(cls, cdef)
-            if dataclasses.is_dataclass(cls):
+            if _is_dataclass(cls):
                 _nested_classes_last(cdef)
                 cdef.defs.body += self._properties(cls, cdef)
             if _is_zerocopy_dataclass(cls):
@@ -390,7 +390,7 @@ class _Additions:
     def _declaring(self, cls: type, name: str) -> tuple[type, Type] | None:
         """The dataclass in *cls*'s MRO whose body declares the field *name*, with its annotation."""
         for klass in cls.__mro__:
-            source = self._source(klass) if dataclasses.is_dataclass(klass) else None
+            source = self._source(klass) if _is_dataclass(klass) else None
             cdef = source.classes.get(klass.__qualname__) if source is not None else None
             written = _unmangled(klass, name)
             for stmt in cdef.defs.body if cdef is not None else ():
@@ -611,7 +611,20 @@ def _parameters(cls: type) -> list[str]:
 
 
 def _is_zerocopy_dataclass(cls: type) -> bool:
-    return isinstance(cls, ZeroCopyFields) and dataclasses.is_dataclass(cls)
+    return isinstance(cls, ZeroCopyFields) and _is_dataclass(cls)
+
+
+def _is_dataclass(cls: type) -> bool:
+    """Whether *cls* is a dataclass, read from the namespaces of its MRO: no code of the module's runs.
+
+    ``dataclasses.is_dataclass`` looks the fields up as an attribute, which
+    runs a metaclass's ``__getattr__`` (a lazy-loading proxy's may raise).
+    """
+    for klass in cls.__mro__:
+        fields = vars(klass).get("__dataclass_fields__")
+        if type(fields) is dict:  # anything else is the default of a field so named
+            return all(isinstance(f, dataclasses.Field) for f in fields.values())
+    return False
 
 
 def _generated(cls: type, name: str) -> bool:

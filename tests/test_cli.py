@@ -461,6 +461,91 @@ def test_an_error_whose_message_cannot_be_read_is_told_by_its_type(cli, tmp_path
     assert_refused(result, f"{PROG}: error: {told} Unreadable (its message cannot be read)")
 
 
+ODD_CLASSES = """
+class LazyMeta(type):
+    def __getattr__(cls, name):
+        raise RuntimeError("backend not installed")
+
+class Lazy(metaclass=LazyMeta):
+    pass
+
+class FakeFields:
+    __dataclass_fields__ = {"a": 1}
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "args", "error"),
+    [
+        (
+            "raise GeneratorExit\n",
+            ["show", "metakit_cli_odd:Step"],
+            "importing 'metakit_cli_odd' raised GeneratorExit",
+        ),
+        (
+            ODD_CLASSES,
+            ["show", "metakit_cli_odd:Lazy"],
+            "reading Lazy as a dataclass raised RuntimeError: backend not installed",
+        ),
+        (
+            ODD_CLASSES,
+            ["show", "metakit_cli_odd:FakeFields"],
+            "reading FakeFields as a dataclass raised AttributeError: 'int' object has no attribute 'name'",
+        ),
+    ],
+    ids=["a BaseException on import", "a metaclass __getattr__ that raises", "a malformed dict of fields"],
+)
+def test_a_module_or_class_that_breaks_in_odd_ways_is_told_in_one_line(cli, tmp_path, source, args, error):
+    (tmp_path / "metakit_cli_odd.py").write_text(source)
+    try:
+        result = cli(*args)
+    finally:
+        sys.modules.pop("metakit_cli_odd", None)
+    assert_refused(result, f"{PROG}: error: {error}")
+
+
+def test_stubgen_of_a_module_whose_class_raises_on_lookup_writes_its_stub(cli, tmp_path):
+    (tmp_path / "metakit_cli_odd.py").write_text(ODD_CLASSES)
+    try:
+        result = cli("stubgen", "metakit_cli_odd", "-o", str(tmp_path / "stubs"))
+    finally:
+        sys.modules.pop("metakit_cli_odd", None)
+    assert result.status == 0, result
+    assert "class Lazy(metaclass=LazyMeta)" in (tmp_path / "stubs" / "metakit_cli_odd.pyi").read_text()
+
+
+@pytest.mark.parametrize(
+    ("environment", "stdout", "error"),
+    [
+        ({"PYTHONIOENCODING": "ascii"}, None, "cannot write the output: 'ascii' codec can't encode character"),
+        ({}, "/dev/full", "cannot write the output: [Errno 28] No space left on device"),
+    ],
+    ids=["an ASCII terminal", "a full disk"],
+)
+def test_output_that_cannot_be_written_is_told_in_one_line(tmp_path, environment, stdout, error):
+    if stdout is not None and not os.path.exists(stdout):
+        pytest.fail(f"{stdout} is needed: this test runs on Linux")
+    (tmp_path / "metakit_cli_unicode.py").write_text(
+        "from dataclasses import dataclass\nfrom metakit import ZeroCopy\n\n"
+        "@dataclass\nclass Größe(ZeroCopy):\n    maß: int\n",
+        encoding="utf-8",
+    )
+    env = dict(os.environ, **environment, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
+    with open(stdout or os.devnull, "w") as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "metakit", "show", "metakit_cli_unicode:Größe"],
+            stdout=out if stdout else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            check=False,
+        )
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert "Traceback" not in err
+    assert err.startswith(f"{PROG}: error: {error}"), err
+    assert err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
 @pytest.mark.parametrize("command", ["show", "stubgen"])
 def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(cli, tmp_path, command, code, shown):
