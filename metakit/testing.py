@@ -19,7 +19,8 @@ fields with a default, but must keep what every override keeps: a new dict on ev
 keys that are fields in field order, the very objects, ``skip_fields``
 honoured and left unchanged.  A failure says which of the two broke.
 
-This module imports neither pytest nor torch.
+This module imports neither pytest nor torch (it uses torch where the
+classes checked have imported it).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import importlib
 import inspect
 import operator
 import pkgutil
+import sys
+import types
 import typing
 from collections.abc import Callable, Iterable
 from types import ModuleType
@@ -88,10 +91,15 @@ def assert_zerocopy_class(cls: type) -> None:
     The instance is made with ``cls.__new__(cls)``, without ``__init__`` or
     ``__post_init__``, and each field, ``init=False`` ones included, is set
     with ``object.__setattr__`` to a sentinel of its own, so frozen and
-    slots classes work too.  ``ClassVar`` and ``InitVar`` pseudo-fields are
-    not fields and get none.  A generic alias such as ``Box[int]`` checks
-    ``Box``.  The replace check runs ``__init__`` and ``__post_init__`` as
-    ``dataclasses.replace`` does, so they see the sentinels.
+    slots classes work too: an empty tensor of its own for a field
+    annotated as a tensor (so that an override that copies tensors shows),
+    an object of its own for any other.  ``ClassVar`` and ``InitVar``
+    pseudo-fields are not fields and get none.  A generic alias such as
+    ``Box[int]`` checks ``Box``.  The replace check runs ``__init__`` and
+    ``__post_init__`` as ``dataclasses.replace`` does, so they see the
+    sentinels; where that makes an instance whose fields can all be read,
+    every check runs on it too (an override that returns what
+    ``__post_init__`` sets besides the fields shows there).
 
     A field that cannot be set that way (its descriptor refuses the
     sentinel) fails the check with a message that says so: test that class
@@ -104,17 +112,27 @@ def assert_zerocopy_class(cls: type) -> None:
     target = _dataclass_of(cls)
     obj, notes = _bare_instance(target)
     _Checker(obj, notes, bare=True).run()
+    made = _made_by_init(obj)
+    if made is not None:
+        note = "on the instance that dataclasses.replace made of the bare one: __init__ and __post_init__ ran"
+        _Checker(made, (*notes, note), bare=True).run()
 
 
 def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     """The dataclasses made by ``ZeroCopyFields`` that *module* defines, for ``parametrize``.
 
     *module* is a module or its dotted name.  A package's submodules are
-    imported and searched too, all the way down (``__main__`` modules
-    excepted, since importing one may run a program).  Classes nested in
-    classes count; classes a module only imports from elsewhere, and
-    abstract classes (they have no instances), do not.  The order is that
-    of the modules, then of definition.
+    imported and searched too, all the way down, as ``pkgutil`` lists them:
+    modules and regular packages (directories with an ``__init__.py``).  A
+    directory without one, which Python would import as a namespace
+    package, is searched only when named itself: it may hold scripts that
+    were never meant to be imported, as ``__main__`` modules are not.
+    Classes nested in classes count; classes a module only imports from
+    elsewhere, and abstract classes (they have no instances), do not.  A
+    class is the module's if its ``__module__`` says so: on 3.10 and 3.11,
+    give ``make_dataclass`` ``namespace={"__module__": __name__}``, since it
+    names the ``types`` module there.  The order is that of the modules,
+    then of definition.
 
     Pass ``ids=class_id`` to ``parametrize`` for test ids that are the
     classes' qualified names.
@@ -209,8 +227,9 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
             f" {name}.__new__({name}) raised {describe(error)}"
         ) from error
     notes: list[str] = []
+    tensors = _tensor_fields(cls)
     for f in dataclasses.fields(cls):
-        sentinel = _Sentinel(f"{name}.{f.name}")
+        sentinel = sys.modules["torch"].empty(0) if f.name in tensors else _Sentinel(f"{name}.{f.name}")
         try:
             object.__setattr__(obj, f.name, sentinel)
             value = getattr(obj, f.name)
@@ -226,6 +245,45 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
                 " so its value may not be distinct"
             )
     return obj, tuple(notes)
+
+
+def _tensor_fields(cls: type) -> frozenset[str]:
+    """The fields of *cls* annotated as tensors (``torch.Tensor``, a subclass, a union with one).
+
+    None where torch was not imported: then no annotation names a tensor.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return frozenset()
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # a name imported only for type checkers: the annotations that are objects already
+        hints = {f.name: f.type for f in dataclasses.fields(cls)}
+    return frozenset(name for name, hint in hints.items() if _names_a_tensor(hint, torch.Tensor))
+
+
+def _names_a_tensor(hint: object, tensor: type) -> bool:
+    if isinstance(hint, type):
+        return issubclass(hint, tensor)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_names_a_tensor(option, tensor) for option in typing.get_args(hint))
+    return False
+
+
+def _made_by_init(bare: object) -> object | None:
+    """``dataclasses.replace(bare)``: an instance made by ``__init__``, if that works and all its fields can be read.
+
+    ``None`` otherwise: the replace check has compared that error with
+    metakit's, and an ``init=False`` field that ``__post_init__`` leaves
+    unset is no fault of the class.
+    """
+    try:
+        made: object = dataclasses.replace(cast(Any, bare))
+        for f in dataclasses.fields(cast(Any, made)):
+            getattr(made, f.name)
+    except Exception:
+        return None
+    return made
 
 
 # --- the checks -------------------------------------------------------------------

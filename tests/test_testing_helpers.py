@@ -1338,7 +1338,39 @@ def test_the_real_metakit_replace_is_called(monkeypatch):
     monkeypatch.setattr(metakit, "replace", spy)
     assert_zerocopy(Metadata(True, [1]))
     assert_zerocopy_class(Slotted)
-    assert calls == [Metadata, Slotted]
+    assert calls == [Metadata, Slotted, Slotted]  # the bare instance, and the one __init__ made of it
+
+
+@dataclass
+class ReturnsItsDict(metakit.ZeroCopy):
+    num_tokens: int
+
+    def __post_init__(self):
+        self.attn_bias = None  # set per step: not a field
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return {k: v for k, v in vars(self).items() if k not in (skip_fields or ())}
+
+
+def test_an_override_that_returns_what_post_init_sets_is_reported_with_no_instance():
+    # The bare instance never ran __post_init__: the instance that dataclasses.replace makes of it did.
+    with pytest.raises(AssertionError) as caught:
+        assert_zerocopy_class(ReturnsItsDict)
+    assert str(caught.value) == (
+        "ReturnsItsDict: the override ReturnsItsDict.asdict_zerocopy: obj.asdict_zerocopy() has keys"
+        " ['num_tokens', 'attn_bias']: unexpected ['attn_bias'], which are not fields (note: on the instance that"
+        " dataclasses.replace made of the bare one: __init__ and __post_init__ ran)"
+    )
+
+
+@dataclass
+class LeavesAFieldUnset(metakit.ZeroCopy):
+    num_tokens: int
+    total: int = field(init=False)  # set later by the engine, not by __post_init__
+
+
+def test_a_class_whose_init_leaves_a_field_unset_is_checked_on_the_bare_instance_alone():
+    assert_zerocopy_class(LeavesAFieldUnset)
 
 
 def test_another_classs_generated_replace_assigned_by_a_user_is_not_checked_as_generated_code():

@@ -51,6 +51,27 @@ def test_an_override_that_clones_a_tensor_is_reported():
     )
 
 
+def test_an_override_that_clones_a_tensor_is_reported_with_no_instance():
+    # The bare instance's tensor fields hold empty tensors of their own: a clone shows.
+    with pytest.raises(AssertionError, match=r"\['block_tables'\] is not the object the instance holds"):
+        assert_zerocopy_class(ClonesItsTables)
+
+
+@dataclass
+class ClonesOptionalTables(ZeroCopy):
+    num_tokens: int
+    block_tables: torch.Tensor | None = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        d = super().asdict_zerocopy(skip_fields)
+        return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in d.items()}
+
+
+def test_a_field_annotated_as_an_optional_tensor_gets_a_tensor_sentinel():
+    with pytest.raises(AssertionError, match=r"\['block_tables'\] is not the object the instance holds"):
+        assert_zerocopy_class(ClonesOptionalTables)
+
+
 @dataclass
 class MovesToItsDevice(FlashInferMetadata):
     def asdict_zerocopy(self, skip_fields=None):
