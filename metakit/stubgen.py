@@ -83,11 +83,13 @@ _HEADER: Final = """\
 # What the added nodes name, imported under private names that clash with
 # nothing a module defines.  mypy's generator writes an import only if it is used.
 _OWN_IMPORTS: Final = {
+    "builtins": ["property"],  # a field may be called property
     "collections.abc": ["Iterator", "Set"],
     "typing": ["Any", "Generic", "overload"],
     "typing_extensions": ["TypedDict"],  # with PEP 728's extra_items on every version
     "_typeshed": ["Incomplete"],
 }
+_SELF: Final = frozenset({"typing.Self", "typing_extensions.Self"})
 _SKIP_FIELDS: Final = "_Set[str] | list[str] | tuple[str, ...] | _Iterator[str]"  # any iterable but a str
 _PLACEHOLDER: Final = "__metakit_"  # stands in a template for the type numbered after it
 
@@ -340,7 +342,7 @@ class _Additions:
                     taken.add(name)
                     typ = stub.typed(annotation or UnboundType(_type_of_value(value)))
                     stub.lines += [
-                        "@property",
+                        "@_property",
                         f"def {name}(self) -> {typ}: ...",
                         f"@{name}.setter",
                         f"def {name}(self, value: {typ}) -> None: ...",
@@ -381,6 +383,9 @@ class _Additions:
 
         def name_of(written: str) -> str | Type:
             head = written.partition(".")[0]
+            if source is not None and source.resolve(written)[0] in _SELF:
+                # In a TypedDict, Self would be the TypedDict: the instance's class is *cls*.
+                return UnboundType(cls.__qualname__, [UnboundType(p) for p in _parameters(cls)])
             if head in nested and source is not None and source.resolve(head)[1] is None:
                 written = f"{klass.__qualname__}.{written}"
             return naming(written)

@@ -353,7 +353,7 @@ def test_methods_are_overloaded_and_exact(stub: str) -> None:
 def test_post_init_attributes_are_properties_not_fields(stub: str) -> None:
     flash = members(stub, "FlashInferMetadata")
     assert flash["is_profile_run"] == [
-        "@property\ndef is_profile_run(self) -> bool:\n    ...",
+        "@_property\ndef is_profile_run(self) -> bool:\n    ...",
         "@is_profile_run.setter\ndef is_profile_run(self, value: bool) -> None:\n    ...",
     ]
     assert "def attn_bias(self) -> Tensor | None" in flash["attn_bias"][0]
@@ -517,6 +517,61 @@ def test_a_name_the_module_gives_something_else_is_refused(tmp_path: Path, monke
                 td: ThingDict = field(default_factory=ThingDict)
             """,
         )
+
+
+SELF_AND_PROPERTY = """
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from typing_extensions import Self
+
+from metakit import ZeroCopy
+
+
+@dataclass
+class Node(ZeroCopy):
+    value: int
+    parent: Optional[Self] = None
+
+
+@dataclass
+class Odd(ZeroCopy):
+    property: int = 0
+
+    def __post_init__(self) -> None:
+        self.num_seqs = 5
+"""
+
+SELF_AND_PROPERTY_USAGE = """
+from typing import Optional
+
+from typing_extensions import assert_type
+
+from self_and_property import Node, Odd
+
+def use(node: Node, odd: Odd) -> None:
+    parent: Optional[Node] = node.asdict_zerocopy()["parent"]
+    assert_type(node.astuple_zerocopy()[1], Optional[Node])
+    assert_type(odd.num_seqs, int)
+    assert_type(odd.asdict_zerocopy()["property"], int)
+"""
+
+
+def test_a_field_typed_self_and_a_field_named_property_give_a_stub_pyright_reads_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a TypedDict, ``Self`` is the TypedDict: the stub names the class.  A field called
+    ``property`` would shadow the decorator of the stub's properties: they use an alias."""
+    stub = stub_of(tmp_path, monkeypatch, "self_and_property", SELF_AND_PROPERTY)
+    assert "class NodeDict(_TypedDict):\n    value: int\n    parent: Node | None\n" in stub
+    assert "@_property\n    def num_seqs(self) -> int: ..." in stub
+    (tmp_path / "stubs").mkdir()
+    (tmp_path / "stubs" / "self_and_property.pyi").write_text(stub)
+    (tmp_path / "usage.py").write_text(textwrap.dedent(SELF_AND_PROPERTY_USAGE))
+    (tmp_path / "self_and_property.py").unlink()  # pyright reads the stub alone
+    assert basedpyright(tmp_path, ["stubs", "usage.py"]) == []
 
 
 def test_an_init_var_without_a_default_stays_required_in_replace(
