@@ -551,8 +551,19 @@ class _Checker:
                 )
 
     def _names_held(self, values: tuple[Any, ...]) -> list[str]:
-        """The field each value is, by identity, or ``'?'`` for an object no field holds."""
-        return [next((name for name in self.every if self.same(name, value)), "?") for value in values]
+        """The field each value is, by identity, or ``'?'`` for an object no field holds.
+
+        Fields that hold the same object (``None``) are told apart by order:
+        each value is the first field after the last one named that holds it.
+        """
+        names: list[str] = []
+        start = 0
+        for value in values:
+            holders = [index for index, name in enumerate(self.every) if self.same(name, value)]
+            index = next((index for index in holders if index >= start), holders[0] if holders else None)
+            names.append("?" if index is None else self.every[index])
+            start = start if index is None else index + 1
+        return names
 
     def _in_field_order(self, values: tuple[Any, ...]) -> bool:
         # Matching each value with the first field left that holds it decides

@@ -1364,6 +1364,29 @@ def test_an_override_that_returns_what_post_init_sets_is_reported_with_no_instan
 
 
 @dataclass
+class KeepsItsWrapperInTheTuple(metakit.ZeroCopy):
+    num_prefills: int
+    seq_lens: list[int] | None = None
+    block_tables: list[int] | None = None
+    wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return super().asdict_zerocopy({"wrapper", *(skip_fields or ())})
+
+    def astuple_zerocopy(self):  # wrong: keeps the wrapper that asdict_zerocopy() leaves out
+        return super().astuple_zerocopy()
+
+
+def test_fields_that_hold_the_same_object_are_named_in_order_in_a_message():
+    with pytest.raises(AssertionError) as caught:
+        assert_zerocopy(KeepsItsWrapperInTheTuple(3))  # three fields hold None
+    assert (
+        "holds the values of ['num_prefills', 'seq_lens', 'block_tables', 'wrapper'], but asdict_zerocopy() holds"
+        " those of ['num_prefills', 'seq_lens', 'block_tables']"
+    ) in str(caught.value)
+
+
+@dataclass
 class LeavesAFieldUnset(metakit.ZeroCopy):
     num_tokens: int
     total: int = field(init=False)  # set later by the engine, not by __post_init__
