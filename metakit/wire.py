@@ -1511,11 +1511,12 @@ class _Reader:
         typed reading stopped, is not made a second time.
         """
         try:
-            items = _one_per_name(_ITEMS.decode(raw), builder.names, cls, where)
+            items: object = _ITEMS.decode(raw)
         except msgspec.ValidationError:
-            items = _one_per_name(None, builder.names, cls, where)  # not an array
+            items = None  # not an array
+        values = _one_per_name(items, builder.names, cls, where)
         unchecked = {checked.position for checked in builder.checked}
-        for position, (name, item) in enumerate(zip(builder.names, items, strict=True)):
+        for position, (name, item) in enumerate(zip(builder.names, values, strict=True)):
             if position not in unchecked:
                 _field(cls, name, self.decode(item))
 
