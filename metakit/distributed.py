@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import operator
+import secrets
 import struct
 import sys
 import weakref
@@ -104,6 +106,9 @@ _ERROR_TEXT: Final = 4000
 
 _RECYCLED: Final = 64 << 10
 """Receive buffers on the CPU of this many bytes or more are reused once free (see ``_Recycler``)."""
+
+_MARK: Final = 8
+"""How many bytes at the end of a CPU receive buffer are marked before its broadcast (see ``_mark``)."""
 
 
 class BroadcastError(WireError):
@@ -167,16 +172,27 @@ def broadcast_metadata(
     value cannot be sent) or ``ValueError``, and the other ranks raise
     ``BroadcastError``.  A receiver raises ``BroadcastError`` when it cannot
     rebuild the record, whatever the bytes that arrived: every length in a
-    frame is checked against what arrived before it is used.  Every error is
-    raised after the rank has done its part, so no rank is left waiting (a
-    frame whose table cannot be read ends a receiver's part there).
+    frame is checked against what arrived before it is used, and every
+    buffer received on the CPU is checked to have come whole (gloo takes a
+    source's short send without a word).  Every error is raised after the
+    rank has done its part, so no rank is left waiting (a frame whose table
+    cannot be read ends a receiver's part there); a bad *allow_pickle*, which
+    each rank passes for itself, too.  The arguments every rank passes alike
+    (*max_bytes*, *src*, *group_src*, *group*, *cpu_group*) are checked
+    before any collective.
     """
-    # A bad argument fails before any collective, on every rank.
-    allow_pickle = allowed_globals(allow_pickle)
+    # An argument that every rank passes alike fails before any collective, on every rank.  Each
+    # rank may pass its own allow_pickle: a bad one fails once the rank has done its part.
     if type(max_bytes) is not int:
         raise TypeError(f"max_bytes takes an int, not {max_bytes!r}")
     if max_bytes < 1:
         raise ValueError(f"max_bytes takes a number of bytes of at least 1, not {max_bytes}")
+    src, group_src = _rank_argument("src", src), _rank_argument("group_src", group_src)
+    for name, given in (("group", cast(object, group)), ("cpu_group", cast(object, cpu_group))):
+        if not isinstance(given, (dist.ProcessGroup, type(None))):
+            if given == dist.GroupMember.NON_GROUP_MEMBER:  # what new_group() returns on a rank left out
+                raise ValueError(f"broadcast_metadata(): rank {dist.get_rank()} is not a member of the {name}")
+            raise TypeError(f"broadcast_metadata(): {name} takes a torch.distributed.ProcessGroup, not {given!r}")
     route = _route(dist.group.WORLD if group is None else group, cpu_group)
     source = route.source(src, group_src)
     if route.size == 1:
@@ -184,7 +200,7 @@ def broadcast_metadata(
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
         return obj
     if route.rank == source:
-        _send(route, obj, skip_fields, allow_pickle is not False, max_bytes)
+        _send(route, obj, skip_fields, allow_pickle, max_bytes)
         return cast(_T, obj)
     record = _receive(route, source, allow_pickle, max_bytes)
     if obj is not None:
@@ -193,6 +209,15 @@ def broadcast_metadata(
             f"source (rank {route.ranks[source]}): only the source passes a record, the others pass None"
         )
     return cast(_T, record)
+
+
+def _rank_argument(name: str, rank: int | None) -> int | None:
+    """*rank*, an int or ``None``: an integer of another type (numpy's) is taken, a ``bool`` or a ``str`` is not."""
+    if rank is None:
+        return None
+    if isinstance(rank, bool) or not hasattr(type(rank), "__index__"):
+        raise TypeError(f"broadcast_metadata(): {name} takes a rank, an int, not {rank!r}")
+    return operator.index(rank)
 
 
 # --- the groups --------------------------------------------------------------
@@ -256,7 +281,9 @@ class _Route:
     def message_buffer(self, nbytes: int) -> torch.Tensor:
         """A host buffer of at least *nbytes* for a message this rank sends; free again once it returns."""
         if self.outbox.numel() < nbytes or self.outbox.numel() > 4 * max(nbytes, _FIRST_FRAME):
-            self.outbox = torch.empty(nbytes, dtype=torch.uint8)
+            # Zeros: a frame carries its message's bytes, then what this buffer held (never this
+            # process's other memory).
+            self.outbox = torch.zeros(nbytes, dtype=torch.uint8)
         return self.outbox[:nbytes]
 
     @property
@@ -376,13 +403,16 @@ def _aligned(nbytes: int) -> int:
 # --- the source --------------------------------------------------------------
 
 
-def _send(route: _Route, obj: object, skip_fields: Iterable[str] | None, allow_pickle: bool, max_bytes: int) -> None:
+def _send(
+    route: _Route, obj: object, skip_fields: Iterable[str] | None, allow_pickle: AllowPickle, max_bytes: int
+) -> None:
     # Everything that can fail on a bad record happens before the first
     # collective; the receivers then get the error instead of a record.
     try:
+        pickling = allowed_globals(allow_pickle) is not False
         if obj is None:
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
-        outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle=allow_pickle)
+        outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle=pickling)
         total = _aligned(_PREFIX.size + len(outgoing.header)) + sum(outgoing.pool_nbytes)
         total += sum(own.nbytes for own in outgoing.own)
         if total > max_bytes:
@@ -458,7 +488,9 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     src = route.header_src[source]
     group = route.lane_groups[0]
     frame = route.recycler.take(frame_nbytes, route.header_device)
+    mark = _mark(frame)
     dist.broadcast(frame, group=group, group_src=src)
+    _check_filled(frame, mark, "the frame")
     host = frame if frame.device.type == "cpu" else frame.cpu()
     # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
     status, _, header_nbytes, message_nbytes = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
@@ -473,7 +505,9 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     if message_nbytes > frame_nbytes:
         message = route.recycler.take(message_nbytes, route.header_device)
         message[:frame_nbytes].copy_(frame)
+        mark = _mark(message[frame_nbytes:])
         dist.broadcast(message[frame_nbytes:], group=group, group_src=src)
+        _check_filled(message[frame_nbytes:], mark, "the rest of the message")
         host = message if message.device.type == "cpu" else message.cpu()
     route.saw(message_nbytes)
     header = _read(host, _PREFIX.size, header_nbytes)
@@ -490,18 +524,48 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     problem = _table_problem(table, route, message_nbytes - pool_offset, max_bytes - message_nbytes)
     if problem:
         raise _refused(problem)
-    buffers = [host[pool_offset : pool_offset + table[0].nbytes]]
-    works = [_receive_buffer(route, spec, source, buffers) for spec in table[1:]]
+    received = [route.recycler.take(spec.nbytes, route.lane_devices[spec.lane]) for spec in table[1:]]
+    marks = [_mark(buffer) for buffer in received]
+    works = [_receive_buffer(route, spec, source, buffer) for spec, buffer in zip(table[1:], received, strict=True)]
     for work in works:
         if work is not None:
             work.wait()
     # This rank has done its part: what goes wrong from here on concerns it alone.
+    for index, (buffer, mark) in enumerate(zip(received, marks, strict=True), start=1):
+        _check_filled(buffer, mark, f"buffer {index}")
+    allowed = allowed_globals(allow_pickle)  # this rank's own argument: a TypeError, not the peer's fault
     try:
-        return unpack_tensors(header, buffers, allow_pickle)
+        return unpack_tensors(header, [host[pool_offset : pool_offset + table[0].nbytes], *received], allowed)
     except WireError as error:
         raise _refused(str(error)) from None
     except Exception as error:  # a receiving class's own __init__ is wrapped by unpack; this is a defect of metakit's
         raise _refused(describe(error)) from error
+
+
+def _mark(buffer: torch.Tensor) -> bytes | None:
+    """Set the last bytes of the CPU *buffer*, about to receive a broadcast, to random ones; return them.
+
+    gloo lets a source send fewer bytes than a receiver posted, and says
+    nothing: the rest of the buffer would keep what it held (a previous
+    record's bytes, or memory never written).  A sender's bytes that reach
+    the end overwrite the mark; ``_check_filled`` refuses a buffer whose
+    mark is still whole.  One that stops within the mark leaves only random
+    bytes.  ``None`` for a buffer on a GPU (nccl takes no short sends) or empty.
+    """
+    if buffer.device.type != "cpu" or not buffer.numel():
+        return None
+    mark = secrets.token_bytes(min(_MARK, buffer.numel()))
+    buffer[-len(mark) :].copy_(torch.frombuffer(bytearray(mark), dtype=torch.uint8))
+    return mark
+
+
+def _check_filled(buffer: torch.Tensor, mark: bytes | None, what: str) -> None:
+    """Refuse *buffer* if its *mark* survived its broadcast: the source sent fewer bytes than it holds.
+
+    (A sender whose last bytes are the mark's is refused too, by a chance of one in 2^64.)
+    """
+    if mark is not None and _read(buffer, buffer.numel() - len(mark), len(mark)) == mark:
+        raise _refused(f"the source sent fewer bytes than {what} holds ({buffer.numel()})")
 
 
 def _read(host: torch.Tensor, start: int, nbytes: int) -> bytearray:
@@ -540,9 +604,7 @@ def _table_problem(table: list[BufferSpec], route: _Route, pool_room: int, room:
     return ""
 
 
-def _receive_buffer(route: _Route, spec: BufferSpec, source: int, buffers: list[torch.Tensor]) -> dist.Work | None:
-    buffer = route.recycler.take(spec.nbytes, route.lane_devices[spec.lane])
-    buffers.append(buffer)
+def _receive_buffer(route: _Route, spec: BufferSpec, source: int, buffer: torch.Tensor) -> dist.Work | None:
     if not spec.nbytes:
         return None
     group = route.lane_groups[spec.lane]

@@ -616,6 +616,22 @@ def receiver_passing_a_record_gets_an_error_after_its_part(rank: int, world: int
                 broadcast_metadata(record)
 
 
+def a_bad_allow_pickle_on_one_rank_fails_there_after_its_part(rank: int, world: int) -> None:
+    # Each rank passes its own allow_pickle: a bad one on a receiver fails that rank alone, once it
+    # has received; a bad one on the source reaches every rank as the source's error.
+    record = make_attention_metadata()
+    bad = "metakit.no_such_global"  # one str, not a collection of names
+    with _then_the_group_still_works(rank):
+        if rank == _SRC:
+            assert broadcast_metadata(record) is record
+        elif rank == world - 1:
+            with pytest.raises(TypeError, match="allow_pickle takes True, False, or a collection"):
+                broadcast_metadata(None, allow_pickle=bad)
+        else:
+            _assert_same_record(broadcast_metadata(None), record)
+    _assert_refused(rank, record, TypeError, "allow_pickle takes True, False", allow_pickle=bad if rank == _SRC else False)
+
+
 def unsupported_tensors_are_refused(rank: int, world: int) -> None:
     _assert_refused(rank, Bag({"sparse": torch.eye(3).to_sparse()}), TypeError, "layout torch.sparse_coo")
     _assert_refused(rank, Bag({"meta": torch.empty(3, device="meta")}), TypeError, "meta device")
@@ -893,6 +909,7 @@ _CASES: list[Callable[[int, int], None]] = [
     bad_input_on_the_source_fails_on_every_rank,
     source_errors_of_any_kind_reach_every_rank,
     receiver_passing_a_record_gets_an_error_after_its_part,
+    a_bad_allow_pickle_on_one_rank_fails_there_after_its_part,
     unsupported_tensors_are_refused,
     unpicklable_values_are_refused,
     pickled_values_from_modules_a_receiver_never_imported_fail_there,

@@ -717,6 +717,8 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
     with_pickle = [*body[:3], [*body[3][:position], msgspec.msgpack.Ext(_PICKLE, runs_code), *body[3][position + 1 :]]]
     outside = [*body[:3], [*body[3][:1], _tensor_ext(_INT64, 0, 0, 1, 0, [16], [1]), *body[3][2:]]]
     two_buffers = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<2Q2B", pool, 64, 0, 0)
+    large_header, large_buffers = wire.pack(Step(4, torch.arange(wire.PACK_OWN_BUFFER)))  # a buffer of its own
+    assert [len(buffer) for buffer in large_buffers] == [0, 8 * wire.PACK_OWN_BUFFER]
     return [
         ("unknown status", 9, header, [], "status 9"),
         ("a header longer than the message", 0, b"", [], "not a frame of this format"),
@@ -729,6 +731,9 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("a pickle that runs code", 0, _join(table, with_pickle), [], "does not read pickles"),
         ("a small tensor in a buffer of its own", 0, _join(two_buffers, outside), [64], "a buffer of its own"),
         ("the source's error, long", 1, bytes(range(256)) * 64, [], "could not send its record"),
+        # gloo lets a source send fewer bytes than a receiver posted: the rest must never be read.
+        ("a frame cut short", 1, b"x" * 3000, [], "fewer bytes than the frame holds"),
+        ("a buffer cut short", 0, large_header, [1], "fewer bytes than buffer 1 holds"),
     ]
 
 
@@ -756,8 +761,8 @@ def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> No
     raw = bytearray(max(message, frame_nbytes))
     raw[: _PREFIX.size + len(header)] = prefix + header
     sent = torch.frombuffer(raw, dtype=torch.uint8)
-    dist.broadcast(sent[:frame_nbytes], src=0)
-    if status in (0, 1) and not case.startswith(("a header longer", "a message over")):
+    dist.broadcast(sent[: _PREFIX.size if case == "a frame cut short" else frame_nbytes], src=0)
+    if status in (0, 1) and not case.startswith(("a header longer", "a message over", "a frame cut short")):
         if message > frame_nbytes:
             dist.broadcast(sent[frame_nbytes:], src=0)
         route.saw(message)
