@@ -629,7 +629,8 @@ def a_bad_allow_pickle_on_one_rank_fails_there_after_its_part(rank: int, world: 
                 broadcast_metadata(None, allow_pickle=bad)
         else:
             _assert_same_record(broadcast_metadata(None), record)
-    _assert_refused(rank, record, TypeError, "allow_pickle takes True, False", allow_pickle=bad if rank == _SRC else False)
+    on_the_source = bad if rank == _SRC else False
+    _assert_refused(rank, record, TypeError, "allow_pickle takes True, False", allow_pickle=on_the_source)
 
 
 def unsupported_tensors_are_refused(rank: int, world: int) -> None:
