@@ -553,6 +553,11 @@ def field_checks(cls: type) -> FieldChecks:
 
 def mismatch(checks: FieldChecks, name: str, value: object) -> str:
     """Why *value* does not match the field *name*, in msgspec's words."""
+    return mismatch_at(checks, name, value)[0]
+
+
+def mismatch_at(checks: FieldChecks, name: str, value: object) -> tuple[str, str]:
+    """``mismatch``, and the path it names (``$.name``, or deeper: ``$.name[2]``), written in it once."""
     spec = checks.specs[name]
     found = spec.explain(value, f"$.{name}") or _Mismatch(spec.name, f"$.{name}", value)
     message = f"Expected `{found.expected}`, got `{_type_name(found.got)}` - at `{found.path}`"
@@ -560,4 +565,4 @@ def mismatch(checks: FieldChecks, name: str, value: object) -> str:
     if plain is not None and type(found.got) is not plain:
         # An IntEnum or a str subclass: plain data is the value itself, as msgspec would decode it.
         message += f" (a subclass of {plain.__name__}, which is not plain data: send {plain.__name__}(value))"
-    return message
+    return message, found.path

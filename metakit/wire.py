@@ -94,7 +94,7 @@ from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, unwritable
 from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, positional_init
 from metakit._wire_plan import Refused as _Refused
-from metakit._wire_types import FieldChecks, field_checks, mismatch
+from metakit._wire_types import FieldChecks, field_checks, mismatch, mismatch_at
 
 __all__ = ["FORMAT", "Packed", "WireError", "buffer_count", "pack", "unpack"]
 
@@ -1238,7 +1238,11 @@ class _Reader:
                 raise WireError("a tuple arrived that is not an array")
             return tuple(items)
         if code == _RECORD:
-            record = self.record(data, "a record inside a field value")
+            try:
+                record = self.record(data, "a record inside a field value")
+            except _Mismatched as error:
+                error.body = bytes(data)  # for the record that holds this one, to say where it lies
+                raise
             self.records.append(record)
             return record
         if code == _RECORD_AGAIN:
@@ -1467,7 +1471,10 @@ class _Reader:
     def general_record(self, cls: type, codec: _Codec, names: tuple[str, ...], raw: msgspec.Raw, where: str) -> object:
         """Rebuild a record of *cls* whose fields *names* travel, each value checked and set one by one."""
         qualname = cls.__qualname__
-        values = _one_per_name(self.decode(raw), names, cls, where)
+        try:
+            values = _one_per_name(self.decode(raw), names, cls, where)
+        except _Mismatched as error:
+            raise _inside(error, raw, names, cls) from None
         for field_name, value in zip(names, values, strict=True):
             _field(cls, field_name, value)
         arguments = dict(zip(names, values, strict=True))
@@ -1492,6 +1499,8 @@ class _Reader:
             self.rewind(before)
             self.refuse_typed(builder, raw, cls, where)
             return self.general_record(cls, _codec(cls), builder.names, raw, where)  # if typed reading was stricter
+        except _Mismatched as error:
+            raise _inside(error, raw, builder.names, cls) from None
         except WireError:
             raise
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
@@ -1555,19 +1564,93 @@ def _one_per_name(values: object, names: tuple[str, ...], cls: type, where: str)
 
 
 class _Mismatched(WireError):
-    """A field value that is not plain data, or does not match the field's annotation."""
+    """A field value that is not plain data, or does not match the field's annotation.
+
+    Its *reason* names the value's *path* in the record of class *qualname*
+    (``$.name``).  A record inside another one's value sets *body*, its
+    bytes, on the way out, so that the record that holds it can say where
+    it lies (``$.inner.name``), as msgspec would.
+    """
+
+    def __init__(self, qualname: str, reason: str, path: str) -> None:
+        super().__init__(f"{qualname}: {reason}")
+        self.reason = reason
+        self.path = path
+        self.body: bytes | None = None
+
+    def within(self, qualname: str, place: str) -> _Mismatched:
+        """This error as the record of class *qualname* tells it: the value lies at *place* (``$.inner``) there."""
+        path = place + self.path[1:]
+        return _Mismatched(qualname, self.reason.replace(f"`{self.path}`", f"`{path}`", 1), path)
 
 
 def _field(cls: type, name: str, value: object) -> None:
     """Raise ``WireError`` unless *value*, which arrived for the field *name* of *cls*, may be its value."""
     if type(value) in _SUSPECT and not _plain_data(value):
         raise _Mismatched(
-            f"{cls.__qualname__}: the value at `$.{name}` holds a msgpack timestamp or a dict key that is "
-            "not a str or an int, which are not plain data"
+            cls.__qualname__,
+            f"the value at `$.{name}` holds a msgpack timestamp or a dict key that is not a str or an int, "
+            "which are not plain data",
+            f"$.{name}",
         )
     checks = _codec(cls).checks(cls)
     if not checks.checks[name](value):
-        raise _Mismatched(f"{cls.__qualname__}: {mismatch(checks, name, value)}")
+        raise _Mismatched(cls.__qualname__, *mismatch_at(checks, name, value))
+
+
+def _inside(error: _Mismatched, raw: msgspec.Raw, names: tuple[str, ...], cls: type) -> _Mismatched:
+    """*error*, raised while the values *raw* of a *cls* record were read, as that record tells it.
+
+    From a record inside one of them, its path becomes the path from this
+    record; one of this record's own is as it was.
+    """
+    place = None if error.body is None else _place_of(error.body, raw, names)
+    return error if place is None else error.within(cls.__qualname__, place)
+
+
+def _place_of(body: bytes, raw: msgspec.Raw, names: tuple[str, ...]) -> str | None:
+    """Where the record whose bytes are *body* lies in the values *raw* of fields *names*: ``$.name[2]``.
+
+    The values are read again with no record made and no tensor placed:
+    each record is its bytes, and the first with these bytes is the one
+    (it was read first).  ``None`` if none is.
+    """
+    found = object()
+
+    def extension(code: int, data: memoryview) -> object:
+        if code == _RECORD:
+            return found if data == body else None
+        if code == _TUPLE:
+            items = reading.decode(data)
+            return tuple(items) if type(items) is list else None
+        return None
+
+    reading = msgspec.msgpack.Decoder(ext_hook=extension)
+    try:
+        values = reading.decode(raw)
+        for name, value in zip(names, values if type(values) is list else (), strict=False):
+            inside = _path_to(value, found)
+            if inside is not None:
+                return f"$.{name}{inside}"
+    except Exception:  # bytes read once already; a value nested too deep to walk
+        return None
+    return None
+
+
+def _path_to(value: object, found: object) -> str | None:
+    """The path from *value* to the object *found* inside it (``""``, ``[2]``, ``['key'][0]``), or ``None``."""
+    if value is found:
+        return ""
+    items: Iterable[tuple[object, object]] = ()
+    if type(value) is list or type(value) is tuple:
+        items = enumerate(value)
+    elif type(value) is dict:
+        items = value.items()
+    for key, item in items:
+        inside = _path_to(item, found)
+        if inside is not None:
+            return f"[{key!r}]{inside}"
+    return None
 
 
 def _require_grad(index: int, tensor: torch.Tensor) -> None:

@@ -263,6 +263,69 @@ def test_a_refused_value_makes_no_record_inside_the_others_twice() -> None:
 
 
 @dataclass
+class Leaf(ZeroCopy):
+    num_tokens: int
+
+
+@dataclass
+class Branch(ZeroCopy):
+    first: Leaf
+    second: Leaf
+    many: list[Any] = field(default_factory=list)
+    named: dict[str, Any] = field(default_factory=dict)
+    pair: tuple[Any, ...] = ()
+
+
+def _with_bad_leaf(record: Branch, edit: Callable[[list[Any]], None]) -> tuple[bytes, list[memoryview]]:
+    """*record* packed, with one of the Leaf bodies inside its values changed by *edit*."""
+    header, buffers = wire.pack(record)
+    table, body = _split(header)
+    edit(body[3])
+    return _join(table, body), buffers
+
+
+def _bad_leaf() -> msgspec.msgpack.Ext:
+    body = msgspec.msgpack.decode(wire.pack(Leaf(1)).header[_TABLE_HEAD.size + 9 :])
+    body[3][0] = "one"
+    return msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode(body))
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda values: values.__setitem__(1, _bad_leaf()), "$.second.num_tokens"),
+        (lambda values: values.__setitem__(2, [1, _bad_leaf()]), "$.many[1].num_tokens"),
+        (lambda values: values.__setitem__(3, {"k": _bad_leaf()}), "$.named['k'].num_tokens"),
+        (
+            lambda values: values.__setitem__(4, msgspec.msgpack.Ext(_TUPLE, msgspec.msgpack.encode([_bad_leaf()]))),
+            "$.pair[0].num_tokens",
+        ),
+    ],
+    ids=["a field", "in a list", "in a dict", "in a tuple"],
+)
+def test_a_bad_value_inside_a_record_inside_another_is_named_by_its_path_from_the_record_sent(
+    edit: Callable[[list[Any]], None], path: str
+) -> None:
+    header, buffers = _with_bad_leaf(Branch(Leaf(1), Leaf(2)), edit)
+    _refused(header, buffers, re.escape(f"Branch: Expected `int`, got `str` - at `{path}`") + "$")
+
+
+@dataclass
+class Trunk(ZeroCopy):
+    branch: Branch
+
+
+def test_the_path_runs_through_every_record_it_lies_in() -> None:
+    header, buffers = wire.pack(Trunk(Branch(Leaf(1), Leaf(2))))
+    table, body = _split(header)
+    branch = msgspec.msgpack.decode(body[3][0].data, ext_hook=msgspec.msgpack.Ext)
+    branch[3][1] = _bad_leaf()
+    body[3][0] = msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode(branch))
+    expected = "Trunk: Expected `int`, got `str` - at `$.branch.second.num_tokens`"
+    _refused(_join(table, body), buffers, re.escape(expected))
+
+
+@dataclass
 class ImplicitOptional(ZeroCopy):
     """vllm-ascend's shape: a tensor field whose default is None."""
 
