@@ -30,6 +30,7 @@ import importlib
 import inspect
 import operator
 import pkgutil
+import re
 import sys
 import types
 import typing
@@ -91,15 +92,20 @@ def assert_zerocopy_class(cls: type) -> None:
     The instance is made with ``cls.__new__(cls)``, without ``__init__`` or
     ``__post_init__``, and each field, ``init=False`` ones included, is set
     with ``object.__setattr__`` to a sentinel of its own, so frozen and
-    slots classes work too: an empty tensor of its own for a field
-    annotated as a tensor (so that an override that copies tensors shows),
-    an object of its own for any other.  ``ClassVar`` and ``InitVar``
-    pseudo-fields are not fields and get none.  A generic alias such as
-    ``Box[int]`` checks ``Box``.  The replace check runs ``__init__`` and
-    ``__post_init__`` as ``dataclasses.replace`` does, so they see the
-    sentinels; where that makes an instance whose fields can all be read,
-    every check runs on it too (an override that returns what
-    ``__post_init__`` sets besides the fields shows there).
+    slots classes work too: for a field annotated as a tensor (or whose
+    annotation, where it cannot be resolved, names ``Tensor``), a small
+    strided ``int16`` tensor of its own, which a copy or a conversion
+    always changes; an object of its own for any other.  ``ClassVar`` and
+    ``InitVar`` pseudo-fields are not fields and get none.  A generic alias
+    such as ``Box[int]`` checks ``Box``.  The replace check runs
+    ``__init__`` and ``__post_init__`` as ``dataclasses.replace`` does, so
+    they see the sentinels; where that makes an instance whose fields can
+    all be read, every check runs on it too (an override that returns what
+    ``__post_init__`` sets besides the fields shows there).  Each instance
+    is checked as made, then with every field set anew (a conversion that
+    returns values it kept from an earlier call shows).  A call that raises
+    on the bare instance, which never ran ``__post_init__``, is no failure
+    when the instance ``__init__`` made passes.
 
     A field that cannot be set that way (its descriptor refuses the
     sentinel) fails the check with a message that says so: test that class
@@ -111,11 +117,28 @@ def assert_zerocopy_class(cls: type) -> None:
     __tracebackhide__ = True
     target = _dataclass_of(cls)
     obj, notes = _bare_instance(target)
-    _Checker(obj, notes, bare=True).run()
     made = _made_by_init(obj)
+    try:
+        _check_twice(obj, target, notes)
+    except _RaisedOnSentinels:
+        if made is None:
+            raise
+        # Code that needs what __post_init__ sets (an override reading an attribute it makes):
+        # the instance that __init__ made answers for the class.
     if made is not None:
         note = "on the instance that dataclasses.replace made of the bare one: __init__ and __post_init__ ran"
-        _Checker(made, (*notes, note), bare=True).run()
+        _check_twice(made, target, (*notes, note))
+
+
+def _check_twice(obj: object, cls: type, notes: tuple[str, ...]) -> None:
+    """Every check on *obj*, whose fields hold sentinels; then again with every field set anew.
+
+    The second round shows a conversion that returns the values it saw in
+    an earlier call (a dict cached, then copied).
+    """
+    __tracebackhide__ = True
+    _Checker(obj, notes, bare=True).run()
+    _Checker(obj, (*_fill(obj, cls, notes), "after every field was set anew"), bare=True).run()
 
 
 def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
@@ -226,10 +249,16 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
             f"{name}: assert_zerocopy_class cannot make a bare instance:"
             f" {name}.__new__({name}) raised {describe(error)}"
         ) from error
-    notes: list[str] = []
+    return obj, _fill(obj, cls, ())
+
+
+def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
+    """Set each field of *obj* to a new sentinel; return *notes* and one for each field that reads another value."""
+    name = _name(cls)
+    found: list[str] = []
     tensors = _tensor_fields(cls)
     for f in dataclasses.fields(cls):
-        sentinel = sys.modules["torch"].empty(0) if f.name in tensors else _Sentinel(f"{name}.{f.name}")
+        sentinel = _tensor_sentinel() if f.name in tensors else _Sentinel(f"{name}.{f.name}")
         try:
             object.__setattr__(obj, f.name, sentinel)
             value = getattr(obj, f.name)
@@ -240,11 +269,18 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
                 f" raised {describe(error)}. Check an instance with assert_zerocopy(obj) instead."
             ) from error
         if value is not sentinel:
-            notes.append(
+            found.append(
                 f"field {f.name!r} does not read back the sentinel set on it (it reads {_name(type(value))}),"
                 " so its value may not be distinct"
             )
-    return obj, tuple(notes)
+    return (*notes, *(note for note in found if note not in notes))
+
+
+def _tensor_sentinel() -> Any:
+    """A tensor of its own that a copy always changes: strided (``contiguous()`` copies it) and of a dtype that
+    conversions to the usual ones (``float()``, ``long()``, ``to(torch.int32)``) copy."""
+    torch = sys.modules["torch"]
+    return torch.zeros(4, dtype=torch.int16)[::2]
 
 
 def _tensor_fields(cls: type) -> frozenset[str]:
@@ -257,9 +293,13 @@ def _tensor_fields(cls: type) -> frozenset[str]:
         return frozenset()
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:  # a name imported only for type checkers: the annotations that are objects already
-        hints = {f.name: f.type for f in dataclasses.fields(cls)}
+    except Exception:  # a name imported only for type checkers: read as text, a word Tensor names one
+        written = {f.name: f.type if type(f.type) is str else repr(f.type) for f in dataclasses.fields(cls)}
+        return frozenset(name for name, text in written.items() if _TENSOR_WORD.search(text))
     return frozenset(name for name, hint in hints.items() if _names_a_tensor(hint, torch.Tensor))
+
+
+_TENSOR_WORD = re.compile(r"\bTensor\b")
 
 
 def _names_a_tensor(hint: object, tensor: type) -> bool:
@@ -496,9 +536,9 @@ class _Checker:
     def _check_unknown_name(self, form: _Form, keys: list[str]) -> None:
         """A name in skip_fields that is no field: the generated code raises ``ValueError`` naming it.
 
-        An override may do so too, or leave the name out as it leaves out
-        those it skips (as a ``fields()`` comprehension does): then it must
-        return what a call without it returns, *keys*.
+        An override may refuse it as it likes (any exception), or leave it
+        out as it leaves out those it skips (as a ``fields()`` comprehension
+        does): then it must return what a call without it returns, *keys*.
         """
         __tracebackhide__ = True
         unknown = "not_a_field"
@@ -508,10 +548,11 @@ class _Checker:
         try:
             form.function(skip_fields={unknown})
         except ValueError as error:
-            if repr(unknown) not in str(error):
+            if form.generated and repr(unknown) not in str(error):
                 self.fail(form.role, call, f"raised ValueError without naming {unknown!r}: {error}", error)
         except Exception as error:
-            self.fail(form.role, call, f"raised {type(error).__name__}, not ValueError: {error}", error)
+            if form.generated:
+                self.fail(form.role, call, f"raised {type(error).__name__}, not ValueError: {error}", error)
         else:
             if form.generated:
                 self.fail(form.role, call, "returned, but it must raise ValueError: the name is not a field")
@@ -637,8 +678,16 @@ class _Checker:
         try:
             return form.function(**arguments)
         except Exception as error:
-            hint = _BARE_HINT if self.bare else ""
-            self.fail(form.role, call, f"raised {describe(error)}{hint}", error)
+            if not self.bare:
+                self.fail(form.role, call, f"raised {describe(error)}", error)
+            notes = "".join(f" (note: {note})" for note in self.notes)
+            raise _RaisedOnSentinels(
+                f"{_name(self.cls)}: {form.role}: {call} raised {describe(error)}{_BARE_HINT}{notes}"
+            ) from error
+
+
+class _RaisedOnSentinels(AssertionError):
+    """A call raised on an instance whose fields hold sentinels, not a wrong result."""
 
 
 def _required(f: dataclasses.Field[Any]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
@@ -11,6 +12,9 @@ from metakit import ZeroCopy
 from metakit.examples import engine
 from metakit.examples.engine import FlashInferMetadata
 from metakit.testing import assert_zerocopy, assert_zerocopy_class, class_id, zerocopy_classes_in
+
+if TYPE_CHECKING:
+    from torch import Tensor  # for type checkers only: at run time the annotation below cannot resolve
 
 
 @pytest.mark.parametrize("cls", zerocopy_classes_in("metakit.examples.engine"), ids=class_id)
@@ -70,6 +74,42 @@ class ClonesOptionalTables(ZeroCopy):
 def test_a_field_annotated_as_an_optional_tensor_gets_a_tensor_sentinel():
     with pytest.raises(AssertionError, match=r"\['block_tables'\] is not the object the instance holds"):
         assert_zerocopy_class(ClonesOptionalTables)
+
+
+@pytest.mark.parametrize("copy", ["contiguous", "float", "long", "to_float32"])
+def test_an_override_that_copies_with_a_conversion_is_reported_with_no_instance(copy):
+    convert = {
+        "contiguous": torch.Tensor.contiguous,
+        "float": torch.Tensor.float,
+        "long": torch.Tensor.long,
+        "to_float32": lambda t: t.to(torch.float32),
+    }[copy]
+
+    @dataclass
+    class Converts(ZeroCopy):
+        slot_mapping: torch.Tensor
+
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super().asdict_zerocopy(skip_fields)
+            return {k: convert(v) if isinstance(v, torch.Tensor) else v for k, v in d.items()}
+
+    # The sentinel is strided and int16: each of these makes a new tensor of it.
+    with pytest.raises(AssertionError, match=r"\['slot_mapping'\] is not the object the instance holds"):
+        assert_zerocopy_class(Converts)
+
+
+@dataclass
+class ClonesATensorNamedForCheckers(ZeroCopy):
+    slot_mapping: Tensor
+
+    def asdict_zerocopy(self, skip_fields=None):
+        d = super().asdict_zerocopy(skip_fields)
+        return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in d.items()}
+
+
+def test_a_tensor_annotation_that_cannot_resolve_still_gets_a_tensor_sentinel():
+    with pytest.raises(AssertionError, match=r"\['slot_mapping'\] is not the object the instance holds"):
+        assert_zerocopy_class(ClonesATensorNamedForCheckers)
 
 
 @dataclass
