@@ -150,12 +150,12 @@ def _settle(cls: type, before: int) -> None:
 
 def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
     """Whether *cls*, just made with *namespace*, is a dataclass that needs methods made for it."""
-    if _holds_fields(namespace):
+    if holds_fields(namespace):
         # ``@dataclass(slots=True)`` makes a new class from the old one's
         # namespace, fields included (and then sets its __qualname__).
         return True
     for base in cls.__mro__[1:]:
-        if _holds_fields(base.__dict__):
+        if holds_fields(base.__dict__):
             break
     else:
         return False
@@ -166,7 +166,7 @@ def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
     return type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout)
 
 
-def _holds_fields(namespace: Mapping[str, Any]) -> bool:
+def holds_fields(namespace: Mapping[str, Any]) -> bool:
     """Whether *namespace* is a dataclass's: it holds the dict of its fields.
 
     Any other value under that name is the default of a field so named,
@@ -181,7 +181,7 @@ def _watched_set(cls: type, name: str) -> None:
         # ``dataclasses`` sets this once every field is known: the moment a
         # class becomes a dataclass.  Where it writes ``__init__`` next, the
         # methods wait for it, since ``replace`` calls it (see below).
-        if not _holds_fields(namespace):
+        if not holds_fields(namespace):
             return
         params = namespace.get("__dataclass_params__")
         if (
@@ -200,7 +200,7 @@ def _watched_set(cls: type, name: str) -> None:
         if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
             _install(cls)
     elif name in ("__init__", "__new__"):
-        if name == "__init__" and STATE not in namespace and _holds_fields(namespace):
+        if name == "__init__" and STATE not in namespace and holds_fields(namespace):
             _install(cls)  # written by dataclasses, which set the fields just before
         else:
             _recheck_calls(cls)

@@ -68,7 +68,7 @@ from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, Unbound
 from mypy.util import correct_relative_import
 
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, REQUIRED, included_names, layout_of
-from metakit._meta import ZeroCopyFields
+from metakit._meta import ZeroCopyFields, holds_fields
 from metakit._overrides import users_methods
 
 __all__ = ["NameClash", "main", "module_stub", "stub_path"]
@@ -626,9 +626,8 @@ def _is_dataclass(cls: type) -> bool:
     runs a metaclass's ``__getattr__`` (a lazy-loading proxy's may raise).
     """
     for klass in cls.__mro__:
-        fields = vars(klass).get("__dataclass_fields__")
-        if type(fields) is dict:  # anything else is the default of a field so named
-            return all(isinstance(f, dataclasses.Field) for f in fields.values())
+        if holds_fields(vars(klass)):  # anything else under that name is the default of a field so named
+            return all(isinstance(f, dataclasses.Field) for f in vars(klass)["__dataclass_fields__"].values())
     return False
 
 
