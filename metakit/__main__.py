@@ -9,7 +9,6 @@ exit with status 141, as SIGPIPE would.  None of them prints a traceback.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
@@ -19,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import metakit
+from metakit._cli import ArgumentParser
 from metakit._errors import describe
 from metakit._fields import METHOD_NAMES
 from metakit._overrides import reaches_metakit, users_methods
@@ -169,7 +169,7 @@ def _one_line(error: BaseException, *, typed: bool = False) -> str:
 
 
 def _show(prog: str, argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=_COMMANDS["show"])
+    parser = ArgumentParser(prog=prog, description=_COMMANDS["show"])
     parser.add_argument("target", metavar="MODULE:CLASS", help="e.g. metakit.examples.engine:FlashAttentionMetadata")
     target = parser.parse_args(argv).target
     module_name, _, qualname = target.partition(":")

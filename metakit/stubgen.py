@@ -22,7 +22,6 @@ their fields.  Point pyright at ``DIR`` with ``stubPath``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import enum
 import importlib
@@ -67,6 +66,7 @@ from mypy.stubgen import (
 from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, UnboundType, UnionType
 from mypy.util import correct_relative_import
 
+from metakit._cli import ArgumentParser
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, REQUIRED, included_names, layout_of
 from metakit._meta import ZeroCopyFields, holds_fields
 from metakit._overrides import users_methods
@@ -94,9 +94,9 @@ _SKIP_FIELDS: Final = "_Set[str] | list[str] | tuple[str, ...] | _Iterator[str]"
 _PLACEHOLDER: Final = "__metakit_"  # stands in a template for the type numbered after it
 
 
-def arguments(prog: str) -> argparse.ArgumentParser:
+def arguments(prog: str) -> ArgumentParser:
     """The parser of ``stubgen``'s arguments, for the program *prog*."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog,
         description="Write a .pyi stub for MODULE with an exact TypedDict per zero-copy dataclass.",
     )

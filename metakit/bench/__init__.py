@@ -92,6 +92,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from metakit._cli import ArgumentParser
 from metakit.bench import report
 from metakit.bench.calls import measure_calls, print_calls
 from metakit.bench.creation import measure_creation, print_creation
@@ -112,8 +113,8 @@ def _broadcast_benchmark() -> ModuleType:
     return importlib.import_module("metakit.bench.broadcast")
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser(prog: str) -> ArgumentParser:
+    parser = ArgumentParser(
         prog=prog,
         description="Measure metakit against its peers on the example engine metadata.",
     )
