@@ -42,6 +42,10 @@ _AS_IS: Final = frozenset({type(None), bool, int, float, str, bytes})
 class Refused(TypeError):
     """A value that cannot travel; the message says what it is, the caller adds which field."""
 
+    path = ""
+    """Where the value lies inside the field's value, in msgspec's words (``[2]``, ``['key'].name``), added
+    to as the error leaves each list, tuple, dict and record it lies in."""
+
 
 class Encoder(NamedTuple):
     """A record class's generated ``encode``, and what must still hold for it to apply."""

@@ -595,7 +595,20 @@ _INTS: Final = frozenset({int, bool})
 
 
 class _TooDeep(_Refused):
-    """A value nested more than ``MAX_DEPTH`` levels deep."""
+    """A value nested more than ``MAX_DEPTH`` levels deep: said once, with no path (it would be as deep)."""
+
+
+class _Unmatched(_Refused):
+    """A value in a record inside a field's value that does not match its own field's annotation.
+
+    *reason* is msgspec's words, naming the value at *at*, its path in that
+    record (``$.name``); ``path`` grows from there on the way out.
+    """
+
+    def __init__(self, reason: str, at: str) -> None:
+        super().__init__(reason)
+        self.at = at
+        self.path = at[1:]
 
 
 class _Packer:
@@ -666,19 +679,28 @@ class _Packer:
         cls = type(obj)
         codec = _codec(cls)
         if not codec.checks(cls).checks[name](value):
+            if self.depth:  # a record inside a field's value: the field of the record packed is named
+                raise _Unmatched(*mismatch_at(codec.checks(cls), name, value))
             raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
         if kind in _PLAIN and not self.strict and (kind is not int or _MIN_INT <= value <= _MAX_INT):  # type: ignore[operator]
             return value
         try:
             return self.tensor(value) if kind is _Tensor else self.value(value)  # type: ignore[arg-type]
         except _Refused as error:
-            if self.depth and type(error) is _TooDeep:
-                raise  # said once, for the field of the record packed, not again by each record it passes
             self.refused(obj, name, error)
 
-    @staticmethod
-    def refused(obj: object, name: str, error: _Refused) -> NoReturn:
-        raise TypeError(f"field {name!r} of {type(obj).__qualname__} cannot be sent ($.{name}): {error}") from None
+    def refused(self, obj: object, name: str, error: _Refused) -> NoReturn:
+        """Raise *error*, refused in the field *name* of *obj*: as a ``TypeError`` naming its path from the
+        record packed, or, in a record inside a field's value, on its way there."""
+        if self.depth:
+            if type(error) is not _TooDeep:
+                error.path = f".{name}{error.path}"
+            raise error
+        path = f"$.{name}{error.path}"
+        if type(error) is _Unmatched:
+            reason = str(error).replace(f"`{error.at}`", f"`{path}`", 1)
+            raise TypeError(f"{type(obj).__qualname__} cannot be sent: {reason}") from None
+        raise TypeError(f"field {name!r} of {type(obj).__qualname__} cannot be sent ({path}): {error}") from None
 
     def value(self, value: object) -> Any:  # noqa: PLR0911  # one return per kind of value
         kind = type(value)
@@ -700,7 +722,7 @@ class _Packer:
             if kind is list:
                 return self.plain_list(value)  # type: ignore[arg-type]
             if kind is tuple:
-                return _Ext(_TUPLE, _encoder.encode([self.value(item) for item in value]))  # type: ignore[attr-defined]
+                return _Ext(_TUPLE, _encoder.encode(self.items(enumerate(value))))  # type: ignore[arg-type]
             if kind is dict:
                 return self.plain_dict(value)  # type: ignore[arg-type]
             return self.other(value, kind)
@@ -714,7 +736,19 @@ class _Packer:
             kinds <= _SCALARS or (kinds <= _INTS and min(value) >= _MIN_INT and max(value) <= _MAX_INT)
         ):
             return value
-        return [self.value(item) for item in value]
+        return self.items(enumerate(value))
+
+    def items(self, pairs: Iterable[tuple[object, object]]) -> list[Any]:
+        """The values of *pairs* as they travel; one refused is named by its key in the error's path."""
+        values = []
+        for key, item in pairs:
+            try:
+                values.append(self.value(item))
+            except _Refused as error:
+                if type(error) is not _TooDeep:
+                    error.path = f"[{key!r}]{error.path}"
+                raise
+        return values
 
     def plain_dict(self, value: dict[Any, Any]) -> dict[str | int, Any]:
         for key in value:
@@ -725,7 +759,7 @@ class _Packer:
                 raise _Refused(f"a dict key of type {type(key).__qualname__} cannot travel (only str and int)")
             elif not _MIN_INT <= key <= _MAX_INT:
                 raise _Refused(f"the int dict key {key} does not fit in 64 bits")
-        return {key: self.value(item) for key, item in value.items()}
+        return dict(zip(value, self.items(value.items()), strict=True))
 
     def other(self, value: object, kind: type) -> Any:
         """A value that msgpack has no word for: a dtype, a device, a record, or a pickle if allowed."""
@@ -749,9 +783,9 @@ class _Packer:
             self.writing.add(id(value))
             try:
                 body = _encoder.encode(self.record(value, kind, None))
-            except _TooDeep:
-                raise
-            except TypeError as error:
+            except _Refused:
+                raise  # a value in it, named by its path
+            except TypeError as error:  # the record itself: what its asdict_zerocopy() or __getstate__ gives
                 raise _Refused(f"a record inside it: {error}") from None
             finally:
                 self.writing.discard(id(value))

@@ -325,6 +325,36 @@ def test_the_path_runs_through_every_record_it_lies_in() -> None:
     _refused(_join(table, body), buffers, re.escape(expected))
 
 
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (Branch(Leaf(1), Leaf("two")), "Branch cannot be sent: Expected `int`, got `str` - at `$.second.num_tokens`"),
+        (
+            Branch(Leaf(1), Leaf(2), many=[1, Leaf(3), {"k": Leaf([4])}]),
+            "Branch cannot be sent: Expected `int`, got `list` - at `$.many[2]['k'].num_tokens`",
+        ),
+        (
+            Trunk(Branch(Leaf(1), Leaf(2), pair=(Leaf(None),))),
+            "Trunk cannot be sent: Expected `int`, got `NoneType` - at `$.branch.pair[0].num_tokens`",
+        ),
+        (
+            Branch(Leaf(1), Leaf(2), named={"a": [Branch(Leaf(1), Leaf(2), many=[object()])]}),
+            "field 'named' of Branch cannot be sent ($.named['a'][0].many[0]): a value of type builtins.object",
+        ),
+        (
+            Trunk(Branch(Leaf(1), Leaf(2), many=[1 << 64])),
+            "field 'branch' of Trunk cannot be sent ($.branch.many[0]): the int 18446744073709551616 does not fit",
+        ),
+    ],
+    ids=["a field", "in a list and a dict", "through two records", "not plain data", "an int beyond 64 bits"],
+)
+def test_the_sender_names_a_bad_value_inside_a_record_by_its_path_from_the_record_sent(
+    record: object, message: str
+) -> None:
+    with pytest.raises(TypeError, match="^" + re.escape(message)):
+        wire.pack(record)
+
+
 @dataclass
 class ImplicitOptional(ZeroCopy):
     """vllm-ascend's shape: a tensor field whose default is None."""
