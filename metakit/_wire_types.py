@@ -7,7 +7,8 @@ own: a field whose annotation cannot be resolved (a name imported only under
 ``int``, ``float``, ``str``, ``bytes``, unions, ``Literal``, ``NewType``,
 ``Annotated``, ``list``/``tuple``/``dict`` and their ``typing`` and
 ``collections.abc`` spellings, ``TypedDict`` (a dict with ``str`` keys),
-``torch.Tensor``, ``torch.dtype``, ``torch.device`` and record classes.  Any
+``torch.Tensor``, ``torch.dtype``, ``torch.device``, record classes and
+recursive aliases (``Json = int | list["Json"]``).  Any
 other class takes its instances (which travel only pickled).  ``Any``,
 ``object``, a ``Protocol``, a ``TypeVar`` and a ``Callable`` accept any value
 that can travel.
@@ -267,61 +268,115 @@ def _instance(cls: type) -> _Spec:
     return _leaf(f"{cls.__module__}.{cls.__qualname__}", check)
 
 
-def spec_of(annotation: object, read: Callable[[str], object] | None = None) -> _Spec:  # noqa: PLR0911, PLR0912
-    """The check of a resolved annotation (one branch per kind of annotation).
+def _recursive(text: str, slot: list[_Spec]) -> _Spec:
+    """A text met again inside a container in its own reading (``Tree = int | list["Tree"]``).
+
+    Its spec is the one made the first time, once it is made: a value is
+    checked as deep as it goes, which the wire bounds (``MAX_DEPTH``).
+    """
+
+    def check(value: object) -> bool:
+        return slot[0].check(value)
+
+    def explain(value: object, path: str) -> _Mismatch | None:
+        return slot[0].explain(value, path)
+
+    return _Spec(check, text, explain)
+
+
+def spec_of(annotation: object, read: Callable[[str], object] | None = None) -> _Spec:
+    """The check of a resolved annotation.
 
     *read* resolves text met inside it (``Optional["Inner"]``, ``list["int"]``): a
-    name there is looked up where the annotation was written.
+    name there is looked up where the annotation was written.  A recursive alias
+    (``Tree = Union[int, list["Tree"]]``) is checked as deep as a value goes.
     """
-    if isinstance(annotation, (str, typing.ForwardRef)):
+    return _Reading(read).spec(annotation)
+
+
+class _Reading:
+    """One annotation being turned into its spec, and the texts read on the way to it."""
+
+    def __init__(self, read: Callable[[str], object] | None) -> None:
+        self.read = read
+        self.texts: dict[str, tuple[list[_Spec], int]] = {}
+        """Each text being read: the slot its spec goes in once made, and ``containers`` when it was met."""
+        self.containers = 0
+        """How many containers' items are being read (``list[...]`` is one)."""
+
+    def spec(self, annotation: object) -> _Spec:
+        if not isinstance(annotation, (str, typing.ForwardRef)):
+            return self.of(annotation)
         text = annotation if isinstance(annotation, str) else annotation.__forward_arg__
+        if text in self.texts:
+            slot, containers = self.texts[text]
+            # Met again outside any container (``X = int | "X"``), it adds no value to what it is part of.
+            return _recursive(text, slot) if containers < self.containers else _leaf(text, lambda value: False)
         try:
-            annotation = read(text) if read is not None else Any
+            annotation = self.read(text) if self.read is not None else Any
         except Exception:  # a name imported only under TYPE_CHECKING, text the parser cannot read
             annotation = Any
-    if annotation is None or annotation is type(None):
-        return _SCALARS[type(None)]
-    if isinstance(annotation, type) and annotation in _SCALARS:
-        return _SCALARS[annotation]
-    origin = typing.get_origin(annotation)
-    arguments = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return spec_of(arguments[0], read)
-    if origin is typing.Union or origin is types.UnionType:
-        return _union([spec_of(argument, read) for argument in arguments])
-    if origin is typing.Literal:
-        return _literal(arguments)
-    if isinstance(annotation, typing.NewType):
-        return spec_of(annotation.__supertype__, read)
-    if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006
-        return _items((list,), spec_of(arguments[0], read) if arguments else _ANY_SPEC, "list")
-    if origin in _SEQUENCES or annotation in _SEQUENCES:
-        return _items((list, tuple), spec_of(arguments[0], read) if arguments else _ANY_SPEC, "list | tuple")
-    if origin is tuple or annotation is tuple:
-        if annotation is typing.Tuple or (origin is None and not arguments):  # noqa: UP006
-            return _items((tuple,), _ANY_SPEC, "tuple")
-        if not arguments or arguments == ((),):  # tuple[()]: 3.11 on, and 3.10
-            return _fixed_tuple([], "tuple")
-        if len(arguments) == 2 and arguments[1] is Ellipsis:
-            return _items((tuple,), spec_of(arguments[0], read), "tuple")
-        return _fixed_tuple([spec_of(argument, read) for argument in arguments], "tuple")
-    if origin in _DICTS or annotation in _DICTS or annotation is typing.Dict:  # noqa: UP006
-        key, value = (
-            (spec_of(arguments[0], read), spec_of(arguments[1], read))
-            if len(arguments) == 2
-            else (_ANY_SPEC, _ANY_SPEC)
-        )
-        return _mapping(key, value, "dict")
-    target = annotation if origin is None else origin  # ``Box[int]`` is checked as ``Box``
-    if not isinstance(target, type) or target in _SAY_NOTHING or getattr(target, "_is_protocol", False):
-        return _ANY_SPEC  # Any, a TypeVar, a Callable, a Protocol
-    if isinstance(target, ZeroCopyFields) and "__dataclass_fields__" in dir(target):
-        return _record(target)
-    if issubclass(target, torch.Tensor):
-        return _SCALARS[torch.Tensor]
-    if typing.is_typeddict(target):
-        return _mapping(_SCALARS[str], _ANY_SPEC, "dict")
-    return _instance(target)
+        slot = []
+        self.texts[text] = (slot, self.containers)
+        try:
+            spec = self.of(annotation)
+        finally:
+            del self.texts[text]
+        slot.append(spec)
+        return spec
+
+    def item(self, annotation: object) -> _Spec:
+        """The spec of what a container holds."""
+        self.containers += 1
+        try:
+            return self.spec(annotation)
+        finally:
+            self.containers -= 1
+
+    def of(self, annotation: object) -> _Spec:  # noqa: PLR0911, PLR0912
+        """The spec of an annotation that is not text (one branch per kind of annotation)."""
+        spec_of, item_of = self.spec, self.item
+        if annotation is None or annotation is type(None):
+            return _SCALARS[type(None)]
+        if isinstance(annotation, type) and annotation in _SCALARS:
+            return _SCALARS[annotation]
+        origin = typing.get_origin(annotation)
+        arguments = typing.get_args(annotation)
+        if origin is typing.Annotated:
+            return spec_of(arguments[0])
+        if origin is typing.Union or origin is types.UnionType:
+            return _union([spec_of(argument) for argument in arguments])
+        if origin is typing.Literal:
+            return _literal(arguments)
+        if isinstance(annotation, typing.NewType):
+            return spec_of(annotation.__supertype__)
+        if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006
+            return _items((list,), item_of(arguments[0]) if arguments else _ANY_SPEC, "list")
+        if origin in _SEQUENCES or annotation in _SEQUENCES:
+            return _items((list, tuple), item_of(arguments[0]) if arguments else _ANY_SPEC, "list | tuple")
+        if origin is tuple or annotation is tuple:
+            if annotation is typing.Tuple or (origin is None and not arguments):  # noqa: UP006
+                return _items((tuple,), _ANY_SPEC, "tuple")
+            if not arguments or arguments == ((),):  # tuple[()]: 3.11 on, and 3.10
+                return _fixed_tuple([], "tuple")
+            if len(arguments) == 2 and arguments[1] is Ellipsis:
+                return _items((tuple,), item_of(arguments[0]), "tuple")
+            return _fixed_tuple([item_of(argument) for argument in arguments], "tuple")
+        if origin in _DICTS or annotation in _DICTS or annotation is typing.Dict:  # noqa: UP006
+            key, value = (
+                (item_of(arguments[0]), item_of(arguments[1])) if len(arguments) == 2 else (_ANY_SPEC, _ANY_SPEC)
+            )
+            return _mapping(key, value, "dict")
+        target = annotation if origin is None else origin  # ``Box[int]`` is checked as ``Box``
+        if not isinstance(target, type) or target in _SAY_NOTHING or getattr(target, "_is_protocol", False):
+            return _ANY_SPEC  # Any, a TypeVar, a Callable, a Protocol
+        if isinstance(target, ZeroCopyFields) and "__dataclass_fields__" in dir(target):
+            return _record(target)
+        if issubclass(target, torch.Tensor):
+            return _SCALARS[torch.Tensor]
+        if typing.is_typeddict(target):
+            return _mapping(_SCALARS[str], _ANY_SPEC, "dict")
+        return _instance(target)
 
 
 # --- resolving a class's annotations ------------------------------------------

@@ -128,7 +128,8 @@ Below it, copying the bytes costs less than making that view.
 """
 
 MAX_DEPTH: Final = 64
-"""How deep lists, tuples, dicts and records may nest in a value that travels (a receiver reads them recursively)."""
+"""How deep lists, tuples, dicts and records may nest in a value that travels: a sender refuses a deeper value,
+and a receiver a field's lists, tuples and dicts, or tuples and records in one another, nested deeper."""
 
 _MAX_INT: Final = (1 << 64) - 1
 _MIN_INT: Final = -(1 << 63)
@@ -598,6 +599,9 @@ class _TooDeep(_Refused):
     """A value nested more than ``MAX_DEPTH`` levels deep: said once, with no path (it would be as deep)."""
 
 
+_TOO_DEEP: Final = f"it is nested more than {MAX_DEPTH} levels deep, or holds itself"
+
+
 class _Unmatched(_Refused):
     """A value in a record inside a field's value that does not match its own field's annotation.
 
@@ -678,7 +682,11 @@ class _Packer:
         kind = type(value)
         cls = type(obj)
         codec = _codec(cls)
-        if not codec.checks(cls).checks[name](value):
+        try:
+            matches = codec.checks(cls).checks[name](value)
+        except RecursionError:  # a recursive annotation (``Tree = int | list["Tree"]``) on a value that holds itself
+            self.refused(obj, name, _TooDeep(_TOO_DEEP))
+        if not matches:
             if self.depth:  # a record inside a field's value: the field of the record packed is named
                 raise _Unmatched(*mismatch_at(codec.checks(cls), name, value))
             raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
@@ -716,7 +724,7 @@ class _Packer:
             return self.other(value, kind)
         # A container, a record or a pickle: one level deeper.
         if self.depth == MAX_DEPTH:
-            raise _TooDeep(f"it is nested more than {MAX_DEPTH} levels deep, or holds itself")
+            raise _TooDeep(_TOO_DEEP)
         self.depth += 1
         try:
             if kind is list:
@@ -1246,6 +1254,9 @@ class _Reader:
         """The tensors that sent bytes of their own, by number: their buffer, offset, size and device."""
         self.records: list[object] = []
         """The records inside field values, in the order they were rebuilt."""
+        self.nesting = 0
+        """How many tuples and records the bytes being read lie in: at most ``MAX_DEPTH``, so that a header
+        of a few hundred bytes cannot make this thread's stack as deep as it likes."""
         self.ends = [0] * len(sources)
         """Where the bytes of the last tensor placed in each buffer end: the next one starts there or later."""
         self.usual = [size if type(source) in _BYTES else -1 for source, size in zip(sources, sizes, strict=True)]
@@ -1263,22 +1274,17 @@ class _Reader:
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
             raise WireError(f"the header cannot be read: {_first_line(error)}") from None
 
-    def extension(self, code: int, data: memoryview) -> Any:  # noqa: PLR0911  # one return per kind of value
+    def extension(self, code: int, data: memoryview) -> Any:  # one return per kind of value
         if code == _TENSOR:
             return self.tensor(data)
-        if code == _TUPLE:
-            items = self.decode(data)
-            if type(items) is not list:
-                raise WireError("a tuple arrived that is not an array")
-            return tuple(items)
-        if code == _RECORD:
+        if code in {_TUPLE, _RECORD}:
+            if self.nesting == MAX_DEPTH:
+                raise WireError(f"a value arrived nested in more than {MAX_DEPTH} tuples and records")
+            self.nesting += 1
             try:
-                record = self.record(data, "a record inside a field value")
-            except _Mismatched as error:
-                error.body = bytes(data)  # for the record that holds this one, to say where it lies
-                raise
-            self.records.append(record)
-            return record
+                return self.nested(code, data)
+            finally:
+                self.nesting -= 1
         if code == _RECORD_AGAIN:
             number = _NUMBER.unpack(data)[0] if len(data) == _NUMBER.size else len(self.records)
             if number >= len(self.records):
@@ -1294,6 +1300,21 @@ class _Reader:
         if code == _PICKLE:
             return self.unpickle(data)
         raise WireError(f"a value of an unknown kind ({code}) arrived")
+
+    def nested(self, code: int, data: memoryview) -> tuple[Any, ...] | object:
+        """A tuple or a record inside a field value."""
+        if code == _TUPLE:
+            items = self.decode(data)
+            if type(items) is not list:
+                raise WireError("a tuple arrived that is not an array")
+            return tuple(items)
+        try:
+            record = self.record(data, "a record inside a field value")
+        except _Mismatched as error:
+            error.body = bytes(data)  # for the record that holds this one, to say where it lies
+            raise
+        self.records.append(record)
+        return record
 
     def unpickle(self, data: memoryview) -> Any:
         if self.allow_pickle is False:
@@ -1620,7 +1641,13 @@ class _Mismatched(WireError):
 
 def _field(cls: type, name: str, value: object) -> None:
     """Raise ``WireError`` unless *value*, which arrived for the field *name* of *cls*, may be its value."""
-    if type(value) in _SUSPECT and not _plain_data(value):
+    try:
+        plain = type(value) not in _SUSPECT or _plain_data(value, MAX_DEPTH)
+    except _TooDeepArrived:
+        raise _Mismatched(
+            cls.__qualname__, f"the value at `$.{name}` is nested more than {MAX_DEPTH} levels deep", f"$.{name}"
+        ) from None
+    if not plain:
         raise _Mismatched(
             cls.__qualname__,
             f"the value at `$.{name}` holds a msgpack timestamp or a dict key that is not a str or an int, "
@@ -1693,20 +1720,31 @@ def _require_grad(index: int, tensor: torch.Tensor) -> None:
     tensor.requires_grad_()
 
 
-def _plain_data(value: object) -> bool:
+def _plain_data(value: object, room: int) -> bool:
     """Whether *value* holds only what ``pack`` sends, as far as msgpack alone could say otherwise.
 
     msgpack allows dict keys of any type, and msgspec reads its timestamp
     extension as a ``datetime`` by itself; nothing else that it reads can be
     other than plain data.  The usual list, of numbers, is looked at in C.
+    Lists, tuples and dicts nested more than *room* levels deep raise
+    ``_TooDeepArrived``, before the walk goes deeper than that.
     """
     kind = type(value)
+    if kind is not dict and kind is not list and kind is not tuple:
+        return kind is not datetime.datetime
+    if room == 0:
+        raise _TooDeepArrived
     if kind is dict:
         mapping = cast("dict[object, object]", value)
-        return _KEYS.issuperset(map(type, mapping)) and all(map(_plain_data, mapping.values()))
-    if kind is list or kind is tuple:
-        return _SUSPECT.isdisjoint(map(type, value)) or all(map(_plain_data, value))  # type: ignore[call-overload]
-    return kind is not datetime.datetime
+        if not _KEYS.issuperset(map(type, mapping)):
+            return False
+        value = mapping.values()
+    items = cast("Iterable[object]", value)
+    return _SUSPECT.isdisjoint(map(type, items)) or all(_plain_data(item, room - 1) for item in items)
+
+
+class _TooDeepArrived(Exception):
+    """A field value of lists, tuples and dicts nested more than ``MAX_DEPTH`` levels deep."""
 
 
 _KEYS: Final = frozenset({str, int})

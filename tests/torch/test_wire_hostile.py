@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import msgspec
 import pytest
@@ -441,6 +441,128 @@ def test_deep_nesting_is_refused_not_a_crash() -> None:
     values = b"\x91" * 100_000 + b"\xc0"  # values nested deeper than any decoder recurses
     body = msgspec.msgpack.encode([class_name, digest, None]) + values
     _refused(table + b"\x94" + body[1:], buffers, "the header cannot be read")
+
+
+@dataclass
+class Anything(ZeroCopy):
+    value: Any
+
+
+Json = int | str | list["Json"] | dict[str, "Json"]  # a recursive alias, as JSON is often typed
+Loop = int | list["Unguarded"]
+Unguarded = int | float | str | list["Loop"] | Optional["Unguarded"]  # met again outside a container too
+
+
+@dataclass
+class JsonFirstPacked(ZeroCopy):
+    value: Json
+
+
+@dataclass
+class JsonFirstReceived(ZeroCopy):
+    value: Json
+
+
+@dataclass
+class JsonFirstReceivedDeeper(ZeroCopy):
+    value: Json
+
+
+@dataclass
+class Alternating(ZeroCopy):
+    value: Loop
+
+
+def _as(cls: type, value: Any) -> bytes:
+    """A header of a record of *cls*, whose one field is ``value``, written by hand: *cls* is never packed."""
+    table, body = _split(wire.pack(Anything(None))[0])
+    return _join(table, [f"{__name__}:{cls.__qualname__}", body[1], None, [value]])
+
+
+def _at_depth(levels: int, call: Callable[[], Any]) -> Any:
+    return call() if levels == 0 else _at_depth(levels - 1, call)
+
+
+def test_a_recursive_alias_is_checked_as_deep_as_the_value_goes_on_both_sides_wherever_it_is_first_read() -> None:
+    # Its annotation was read until the stack ran out, each branch again: hours for
+    # Json, and a check or none depending on how deep the stack was when first read.
+    good = {"a": [1, "s", {"b": [[[[2]]]]}]}
+    bad = {"a": [1, {"b": [[1.5]]}]}
+    expected = "Expected `int | str | list | dict`, got `float` - at `$.value['a'][1]['b'][0][0]`"
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        _at_depth(3, lambda: wire.pack(JsonFirstPacked(bad)))
+    assert wire.unpack(*wire.pack(JsonFirstPacked(good))) == JsonFirstPacked(good)
+    for levels, cls in [(0, JsonFirstReceived), (5, JsonFirstReceivedDeeper)]:
+        with pytest.raises(WireError, match=re.escape(expected)):
+            _at_depth(levels, lambda cls=cls: wire.unpack(_as(cls, bad), [bytearray(0)]))
+        assert wire.unpack(_as(cls, good), [bytearray(0)]) == cls(good)
+    assert wire.unpack(*wire.pack(Alternating([[[1, 2.5], 3], None]))) == Alternating([[[1, 2.5], 3], None])
+    with pytest.raises(TypeError, match=re.escape("Expected `int | list`, got `float` - at `$.value[0][0]`")):
+        wire.pack(Alternating([[1.5]]))  # Loop's items are Unguarded, whose lists hold Loop
+
+
+def test_a_value_that_holds_itself_in_a_recursive_alias_is_refused_as_too_deep() -> None:
+    itself: list[Any] = []
+    itself.append(itself)
+    with pytest.raises(TypeError, match=r"field 'value' of JsonFirstPacked cannot be sent \(\$\.value\): it is nested"):
+        wire.pack(JsonFirstPacked(itself))
+
+
+def _nested(levels: int, kind: str) -> Any:
+    """A value *levels* deep, as it travels: lists, tuples (extension 2) or records (extension 3)."""
+    class_name, digest = _split(wire.pack(Anything(None))[0])[1][:2]
+    value: Any = None
+    for _ in range(levels):
+        if kind == "list":
+            value = [value]
+        elif kind == "tuple":
+            value = msgspec.msgpack.Ext(_TUPLE, msgspec.msgpack.encode([value]))
+        else:
+            value = msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode([class_name, digest, None, [value]]))
+    return value
+
+
+@pytest.mark.parametrize("kind", ["list", "tuple", "record"])
+def test_a_receiver_takes_what_a_sender_may_send_and_nothing_nested_deeper(kind: str) -> None:
+    def edited(levels: int) -> bytes:
+        header, _ = _edited(Anything(None), lambda body: body[3].__setitem__(0, _nested(levels, kind)))
+        return header
+
+    assert type(wire.unpack(edited(wire.MAX_DEPTH), [bytearray(0)])) is Anything
+    message = "64 levels deep" if kind == "list" else "more than 64 tuples and records"
+    _refused(edited(wire.MAX_DEPTH + 1), [bytearray(0)], message)
+
+
+def test_a_deep_header_cannot_crash_a_thread_with_a_small_stack() -> None:
+    # Nesting of metakit's own (tuples, records, the walk of what arrived) stops at
+    # MAX_DEPTH; a 256 KiB thread died at 200 nested tuples, or 600 arrays, before.
+    program = f"""
+        import threading, msgspec
+        from {__name__} import Anything, _edited, _nested
+        from metakit import wire
+        outcomes = []
+        def receive(kind, levels):
+            header, _ = _edited(Anything(None), lambda body: body[3].__setitem__(0, _nested(levels, kind)))
+            try:
+                wire.unpack(header, [bytearray(0)])
+            except wire.WireError:
+                outcomes.append("refused")
+        threading.stack_size(256 << 10)
+        for kind, levels in [("tuple", 200), ("record", 200), ("list", 600)]:
+            thread = threading.Thread(target=receive, args=(kind, levels))
+            thread.start()
+            thread.join()
+        print(outcomes)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, str(["refused"] * 3)), done.stderr[-2000:]
 
 
 # --- pickle: refused unless the receiver opts in ------------------------------
