@@ -535,11 +535,25 @@ class _Parser:
         else:
             raise _Unresolved(first)
         for part in rest:
-            attributes = getattr(value, "__dict__", None)
-            if not isinstance(attributes, Mapping) or part not in attributes:
+            attributes = _attributes(value)
+            if attributes is None or part not in attributes:
                 raise _Unresolved(dotted)
             value = attributes[part]
         return value
+
+
+def _attributes(value: object) -> Mapping[str, Any] | None:
+    """The dict of a module or a class, read with no code of theirs (a ``__getattribute__``, a property) run."""
+    kind = type(value)  # not isinstance, which may ask the object for its __class__
+    if issubclass(kind, types.ModuleType):
+        return _MODULE_DICT(value)  # type: ignore[no-any-return]
+    if issubclass(kind, type):
+        return _CLASS_DICT(value)  # type: ignore[no-any-return]
+    return None
+
+
+_MODULE_DICT: Final[Any] = cast("Any", types.ModuleType).__dict__["__dict__"].__get__
+_CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
 
 
 def _owner(cls: type, f: Field[Any]) -> type:

@@ -81,7 +81,7 @@ import warnings
 import weakref
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Final, NamedTuple, NoReturn, cast
 
 import msgspec
@@ -314,9 +314,9 @@ class _Codec:
 
     __slots__ = (
         "_builder",
+        "_call",
         "_checks",
         "_encoder",
-        "_required",
         "default_names",
         "digest",
         "fields",
@@ -325,6 +325,7 @@ class _Codec:
         "name",
         "position",
         "travelling",
+        "unset",
     )
 
     def __init__(self, cls: type) -> None:
@@ -338,30 +339,58 @@ class _Codec:
         self.init = frozenset(f.name for f in all_fields if f.init)
         self.later = any(not f.init for f in all_fields)
         """Whether the class has ``init=False`` fields, set after ``__init__``."""
-        self._required: frozenset[str] | None = None
+        self.unset = tuple(
+            f.name for f in all_fields if not f.init and f.default is MISSING and f.default_factory is MISSING
+        )
+        """The ``init=False`` fields without a default: a record has them only if they arrive or
+        ``__post_init__`` sets them."""
+        self._call: _Call | None = None
         self._checks: FieldChecks | None = None
         self._encoder: Encoder | bool | None = False
         self._builder: Builder | bool | None = False
 
-    def required(self, cls: type) -> frozenset[str]:
-        """The parameters that calling *cls* requires, read the first time a record of it is sent.
+    def call(self, cls: type) -> _Call:
+        """What calling *cls* requires and takes, read the first time a record of it is sent.
 
         Only the sender asks: a receiver never reads a signature, whose text
         ``inspect`` may compile.  One that cannot be read requires nothing
-        here: the receiver's call of the class then says what is missing.
+        here and takes anything: the receiver's call of the class then says
+        what is wrong.
         """
-        if self._required is None:
+        if self._call is None:
             try:
                 parameters = _signature(cls).parameters.values()
             except (TypeError, ValueError):  # a builtin __init__, a __signature__ that is not one
-                self._required = frozenset()
+                self._call = _Call(frozenset(), None)
             else:
-                self._required = frozenset(
-                    p.name
-                    for p in parameters
-                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                named = [p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+                self._call = _Call(
+                    frozenset(
+                        p.name
+                        for p in parameters
+                        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                    ),
+                    None if any(p.kind is p.VAR_KEYWORD for p in parameters) else frozenset(p.name for p in named),
                 )
-        return self._required
+        return self._call
+
+    def takes(self, cls: type, names: Collection[str]) -> bool:
+        """Whether the receiver can call *cls* with the fields *names* (those of them set in ``__init__``)."""
+        return self.call(cls).requires.issubset(names) and not self.untaken(cls, names)
+
+    def untaken(self, cls: type, names: Collection[str]) -> list[str]:
+        """The fields of *names* that the receiver's call of *cls* cannot give (a ``*args`` takes none).
+
+        The receiver passes them by keyword, or, for the usual names of a
+        class without ``init=False`` fields, by position where ``__init__``
+        takes them in order (``positional_init``).
+        """
+        takes = self.call(cls).takes
+        if takes is None or (
+            tuple(names) == self.default_names and not self.later and positional_init(cls, self.default_names)
+        ):
+            return []
+        return [name for name in names if name in self.init and name not in takes]
 
     def checks(self, cls: type) -> FieldChecks:
         if self._checks is None:
@@ -381,7 +410,7 @@ class _Codec:
                 make_encoder(cls.__qualname__, names, self.checks(cls), asdict, getattr(cls, "__getstate__", None))
                 if holds_generated(vars(cls), asdict)
                 and _custom_getstate(cls) is None
-                and self.required(cls).issubset(names)
+                and self.takes(cls, names)
                 and unwritable(names) is None  # the names are written into the encoder's source
                 else None
             )
@@ -408,6 +437,15 @@ else:
 
     def _signature(cls: type) -> inspect.Signature:
         return inspect.signature(cls)
+
+
+class _Call(NamedTuple):
+    """What calling a record class takes, as its signature says."""
+
+    requires: frozenset[str]
+    """The parameters without a default (a positional-only one too: no keyword can give it)."""
+    takes: frozenset[str] | None
+    """The parameters a keyword can give; ``None`` for any (a ``**kwargs``)."""
 
 
 _codecs: weakref.WeakKeyDictionary[type, _Codec] = weakref.WeakKeyDictionary()
@@ -465,12 +503,18 @@ def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str
     if getstate is not None:
         state = _state_dict(cls, getstate(obj))
         chosen = {name: state[name] for name in chosen if name in state}
-    missing = codec.required(cls).difference(chosen)
+    missing = codec.call(cls).requires.difference(chosen)
     if missing:
         raise TypeError(
             f"{cls.__qualname__}.__init__ requires {', '.join(sorted(map(repr, missing)))}, which would not travel "
             "(left out by asdict_zerocopy(), skip_fields or __getstate__, or an InitVar): the receiver calls "
             "__init__ with the fields that travel; give it a default"
+        )
+    untaken = codec.untaken(cls, chosen)
+    if untaken:
+        raise TypeError(
+            f"{cls.__qualname__}.__init__ takes no keyword {', '.join(map(repr, untaken))}: the receiver calls "
+            "__init__ with the fields that travel, by keyword"
         )
     return chosen
 
@@ -774,7 +818,10 @@ class _Packer:
         if kind is torch.dtype:
             return msgspec.msgpack.Ext(_DTYPE, str(value)[6:].encode())
         if kind is torch.device:
-            return msgspec.msgpack.Ext(_DEVICE, str(value).encode())
+            text = str(value)
+            if not _DEVICE_TEXT.fullmatch(text):  # torch.device("cuda:128"), whose index wraps to -128
+                raise _Refused(f"the torch.device {value!r} has an index that torch cannot read back")
+            return msgspec.msgpack.Ext(_DEVICE, text.encode())
         if isinstance(kind, ZeroCopyFields) and is_dataclass(value):
             # A record inside a field value (a model input's attention
             # metadata) travels by the same rules as the record itself, and
@@ -1178,6 +1225,8 @@ def _source(index: int, buffer: Any, nbytes: int) -> Source:
     if isinstance(buffer, torch.Tensor):
         if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not buffer.is_contiguous():
             raise WireError(f"buffer {index} is a tensor, but not a contiguous 1-D uint8 tensor")
+        if buffer.is_meta:
+            raise WireError(f"buffer {index} is a tensor on the meta device, which holds no bytes")
         size = buffer.numel()
         source: Source = buffer
     else:
@@ -1464,7 +1513,12 @@ class _Reader:
             raise WireError(f"tensor {index} is said to be a view of tensor {reference}, which sent no bytes")
         buffer, start, parent_nbytes, parent_device = region
         extent = _extent(shape, strides, itemsize)
-        if not _no_overlap(shape, strides) or offset + extent > parent_nbytes or device != parent_device:
+        if device != parent_device:
+            raise WireError(
+                f"tensor {index} is said to be a view of tensor {reference}, but lies on another kind of device "
+                f"({device}, not {parent_device})"
+            )
+        if not _no_overlap(shape, strides) or offset + extent > parent_nbytes:
             raise WireError(f"tensor {index} is said to be a view of tensor {reference}, but lies outside it")
         return buffer, start + offset, start + offset + extent
 
@@ -1543,6 +1597,12 @@ class _Reader:
         for name in later:
             # Frozen classes refuse setattr; their own __init__ uses this too.
             object.__setattr__(record, name, values[names.index(name)])
+        for name in codec.unset:
+            if name not in names and not hasattr(record, name):
+                raise WireError(
+                    f"{qualname}: the field {name!r} (init=False, with no default) did not arrive, and "
+                    f"{qualname}.__post_init__ did not set it"
+                )
         return record
 
     def typed_record(self, builder: Builder, raw: msgspec.Raw, cls: type, where: str) -> object:
@@ -1761,9 +1821,12 @@ def _device(text: bytes) -> torch.device:
     try:
         with warnings.catch_warnings():  # torch warns of old kinds ("mkldnn"); showing it would read a file
             warnings.simplefilter("ignore")
-            return torch.device(decoded)
+            device = torch.device(decoded)
     except RuntimeError:
         raise WireError(f"a torch.device arrived that this torch does not know: {decoded!r}") from None
+    if str(device) != decoded:  # an index past torch's, which it wraps: "cuda:256" reads as cuda:0
+        raise WireError(f"a torch.device arrived whose index this torch cannot hold: {decoded!r}")
+    return device
 
 
 class _Unpickler(pickle.Unpickler):

@@ -400,6 +400,10 @@ def test_a_dict_key_that_is_not_a_str_or_an_int_is_refused(key: object) -> None:
         (msgspec.msgpack.Ext(_DTYPE, b"qint8x"), "a torch.dtype arrived that this torch does not have"),
         (msgspec.msgpack.Ext(_DEVICE, b"cuda:0; import os"), "a torch.device arrived that is not one"),
         (msgspec.msgpack.Ext(_DEVICE, b"warp:1"), "a torch.device arrived that this torch does not know"),
+        # Indexes past torch's wrap: "cuda:256" read as cuda:0, "cuda:255" as cuda, "cpu:128" as cpu:-128.
+        (msgspec.msgpack.Ext(_DEVICE, b"cuda:256"), "a torch.device arrived whose index this torch cannot hold"),
+        (msgspec.msgpack.Ext(_DEVICE, b"cuda:255"), "a torch.device arrived whose index this torch cannot hold"),
+        (msgspec.msgpack.Ext(_DEVICE, b"cpu:128"), "a torch.device arrived whose index this torch cannot hold"),
         (msgspec.msgpack.Ext(_TUPLE, b"\xc1"), "the header cannot be read"),
         (msgspec.msgpack.Ext(_TUPLE, b"\x01"), "a tuple arrived that is not an array"),
         (msgspec.msgpack.Ext(_RECORD, b"\x93\x01\x02\x03"), "not \\[class, digest, names, values\\]"),
@@ -441,6 +445,106 @@ def test_deep_nesting_is_refused_not_a_crash() -> None:
     values = b"\x91" * 100_000 + b"\xc0"  # values nested deeper than any decoder recurses
     body = msgspec.msgpack.encode([class_name, digest, None]) + values
     _refused(table + b"\x94" + body[1:], buffers, "the header cannot be read")
+
+
+def test_a_device_whose_index_torch_cannot_read_back_is_refused_on_the_sender() -> None:
+    step = _step()
+    step.device = torch.device("cuda:128")  # torch keeps the index as 65408, and writes it as "cuda:-128"
+    with pytest.raises(TypeError, match=re.escape("field 'device' of Step cannot be sent ($.device): the torch")):
+        wire.pack(step)
+    step.device = torch.device("cuda:127")
+    assert wire.unpack(*wire.pack(step)).device == torch.device("cuda:127")  # type: ignore[attr-defined]
+
+
+@dataclass
+class SetLater(ZeroCopy):
+    size: int
+    doubled: int = field(init=False)  # no default: only __post_init__ or the wire sets it
+
+    def __post_init__(self) -> None:
+        self.doubled = 2 * self.size
+
+
+@dataclass
+class NeverSet(ZeroCopy):
+    size: int
+    doubled: int = field(init=False)
+
+
+def test_an_init_false_field_without_a_default_arrives_or_is_set_by_post_init_or_the_record_is_refused() -> None:
+    never = NeverSet(3)
+    never.doubled = 6
+    assert wire.unpack(*wire.pack(never)) == never
+    header, buffers = wire.pack(never, skip_fields={"doubled"})  # a record with no value for the field
+    _refused(header, buffers, "the field 'doubled' \\(init=False, with no default\\) did not arrive, and NeverSet")
+    _, body = _split(header)
+    assert body[2] == [0]  # as a peer would send it
+    later = SetLater(3)
+    received = wire.unpack(*wire.pack(later, skip_fields={"doubled"}))
+    assert (received.size, received.doubled) == (3, 6)  # type: ignore[attr-defined]
+
+
+@dataclass(init=False)
+class TakesArgs(ZeroCopy):
+    size: int
+    name: str
+
+    def __init__(self, *args: Any) -> None:
+        self.size, self.name = args
+
+
+@dataclass(init=False)
+class PositionalOnly(ZeroCopy):
+    size: int
+    name: str = ""
+
+    def __init__(self, size: int, /, name: str = "") -> None:
+        self.size, self.name = size, name
+
+
+@dataclass(init=False)
+class TakesKeywords(ZeroCopy):
+    size: int
+
+    def __init__(self, **values: Any) -> None:
+        self.size = values["size"]
+
+
+def test_a_class_whose_init_cannot_take_its_fields_by_keyword_is_refused_on_the_sender() -> None:
+    # The receiver calls __init__ by keyword (or, with the usual fields, by position where
+    # __init__ takes them in order): these arrived only to be refused there.
+    with pytest.raises(TypeError, match=re.escape("TakesArgs.__init__ takes no keyword 'size', 'name'")):
+        wire.pack(TakesArgs(1, "a"))
+    with pytest.raises(TypeError, match=re.escape("PositionalOnly.__init__ takes no keyword 'size'")):
+        wire.pack(PositionalOnly(1, "a"), skip_fields={"name"})
+    assert wire.unpack(*wire.pack(PositionalOnly(1, "a"))).name == "a"  # type: ignore[attr-defined]  # in order
+    assert wire.unpack(*wire.pack(TakesKeywords(size=1))).size == 1  # type: ignore[attr-defined]
+
+
+class _Watched:
+    """A module-level object whose attributes, read the usual way, run code."""
+
+    read: ClassVar[list[str]] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        _Watched.read.append(name)
+        return object.__getattribute__(self, name)
+
+
+watched = _Watched()
+
+
+@dataclass
+class DottedThroughAnObject(ZeroCopy):
+    value: watched.Thing  # type: ignore[name-defined]  # text: read by the parser, never evaluated
+
+
+def test_a_dotted_name_in_an_annotation_goes_through_modules_and_classes_only() -> None:
+    # It read each part through getattr, so an object's __getattribute__ ran on the receiver.
+    header = _as(DottedThroughAnObject, "any value")
+    _Watched.read.clear()  # pytest's collection looked at it
+    assert wire.unpack(header, [bytearray(0)]) == DottedThroughAnObject("any value")
+    assert _Watched.read == []
 
 
 @dataclass
@@ -823,6 +927,10 @@ def test_two_tensors_cannot_share_bytes_unless_one_is_said_to_be_a_view() -> Non
     assert got.unresolved[0][0] == -7, "the view the sender declared shares its parent's bytes"
     body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 1016, [2], [1])]
     _refused(_join(table, body), buffers, "view of tensor 0, but lies outside it")
+    body[3][position] = [_tensor_ext(_INT64, 0x10, 1, 0, 16, [4], [1])]  # device kind 1, cuda
+    _refused(
+        _join(table, body), buffers, re.escape("view of tensor 0, but lies on another kind of device (cuda, not cpu)")
+    )
 
 
 def test_a_tensor_stays_inside_a_buffer_given_as_a_slice() -> None:
@@ -847,6 +955,7 @@ def test_a_tensor_stays_inside_a_buffer_given_as_a_slice() -> None:
         ([torch.zeros(256, dtype=torch.int32)], "not a contiguous 1-D uint8 tensor"),
         ([torch.zeros(2048, dtype=torch.uint8)[::2]], "not a contiguous 1-D uint8 tensor"),
         ([object()], "not a bytes-like object"),
+        ([torch.empty(1024, dtype=torch.uint8, device="meta")], "a tensor on the meta device, which holds no bytes"),
     ],
 )
 def test_buffers_that_do_not_match_the_table_are_refused(buffers: list[Any], match: str) -> None:
