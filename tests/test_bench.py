@@ -396,6 +396,9 @@ def _without(*names: str) -> Any:
         (["--distributed"], ("torch",), "--distributed needs torch: pip install 'metakit[torch,bench]'"),
         (["--distributed"], ("numpy",), "--distributed needs numpy: pip install 'metakit[torch,bench]'"),
         (["--distributed", "--plot", "x.png"], (), "--plot does not apply to --distributed"),
+        # matplotlib chose the format by the name: a traceback after the run, or chart.png for "chart".
+        (["--plot", "chart.txt"], (), "--plot writes a PNG chart: give it a path that ends in .png, not 'chart.txt'"),
+        (["--plot", "chart"], (), "--plot writes a PNG chart: give it a path that ends in .png, not 'chart'"),
     ],
     ids=[
         "json dir",
@@ -405,6 +408,8 @@ def _without(*names: str) -> Any:
         "no torch",
         "no numpy",
         "plot distributed",
+        "plot not png",
+        "plot no suffix",
     ],
 )
 def test_usage_errors_exit_with_status_2_before_running(

@@ -120,7 +120,7 @@ def _parser(prog: str) -> ArgumentParser:
     )
     parser.add_argument("--quick", action="store_true", help="a shorter run: under 30 s")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
-    parser.add_argument("--plot", metavar="PATH", help="write a PNG chart to PATH (needs matplotlib)")
+    parser.add_argument("--plot", metavar="PATH", help="write a PNG chart to PATH, a .png (needs matplotlib)")
     parser.add_argument(
         "--distributed",
         action="store_true",
@@ -232,6 +232,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         problem = None if path is None else report.output_problem(path)
         if problem:
             return f"cannot write {option} {path or repr(path)}: {problem}"
+    if args.plot is not None and not args.plot.lower().endswith(".png"):
+        return f"--plot writes a PNG chart: give it a path that ends in .png, not {args.plot!r}"
     if args.distributed:
         if args.plot:
             return "--plot does not apply to --distributed"

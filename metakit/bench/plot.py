@@ -39,7 +39,7 @@ def write_plot(path: str, report: Mapping[str, Any]) -> None:
     _plot_sweep(sweep_axes, report["sweep"])
     _plot_creation(creation_axes, report["creation"])
     _plot_wire(wire_axes, report["wire"])
-    figure.savefig(path, dpi=100)
+    figure.savefig(path, dpi=100, format="png")
 
 
 def _plot_calls(axes: Any, report: Mapping[str, Any]) -> None:
