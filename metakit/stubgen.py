@@ -27,6 +27,7 @@ import enum
 import importlib
 import inspect
 import sys
+import traceback
 import types
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -83,14 +84,14 @@ _HEADER: Final = """\
 # What the added nodes name, imported under private names that clash with
 # nothing a module defines.  mypy's generator writes an import only if it is used.
 _OWN_IMPORTS: Final = {
-    "builtins": ["property"],  # a field may be called property
+    "builtins": ["list", "property", "tuple"],  # a field may be called property, a class tuple
     "collections.abc": ["Iterator", "Set"],
     "typing": ["Any", "Generic", "overload"],
     "typing_extensions": ["TypedDict"],  # with PEP 728's extra_items on every version
     "_typeshed": ["Incomplete"],
 }
 _SELF: Final = frozenset({"typing.Self", "typing_extensions.Self"})
-_SKIP_FIELDS: Final = "_Set[str] | list[str] | tuple[str, ...] | _Iterator[str]"  # any iterable but a str
+_SKIP_FIELDS: Final = "_Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str]"  # any iterable but a str
 _PLACEHOLDER: Final = "__metakit_"  # stands in a template for the type numbered after it
 
 
@@ -124,7 +125,8 @@ def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
 
 
 UNREADABLE: Final = (OSError, TypeError, SyntaxError)
-"""What ``module_stub`` raises for a module whose source cannot be read or parsed."""
+"""What ``module_stub`` raises for a module whose source cannot be read, parsed or written as a stub
+(``Unsupported``, a ``TypeError``)."""
 
 
 class NameClash(ValueError):
@@ -149,12 +151,23 @@ def stub_path(directory: Path, module: types.ModuleType) -> Path:
 
 def module_stub(module: types.ModuleType) -> str:
     """The text of the stub of *module*: mypy's, of its tree with metakit's nodes added."""
-    source = _Source.read(module)
-    _Additions(source).add()
-    generator = ASTStubGenerator(source.runtime_all, include_private=True)
-    source.tree.accept(generator)
-    output: str = generator.output()
+    try:
+        source = _Source.read(module)
+        _Additions(source).add()
+        generator = ASTStubGenerator(source.runtime_all, include_private=True)
+        source.tree.accept(generator)
+        output: str = generator.output()
+    except AssertionError as error:  # mypy's generator meets a construct it cannot write
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        raise Unsupported(
+            f"mypy's stub generator cannot write it (AssertionError in {Path(where.filename).name}, "
+            f"line {where.lineno}{f': {error}' if str(error) else ''})"
+        ) from None
     return _HEADER.format(module=module.__name__) + output
+
+
+class Unsupported(TypeError):
+    """A module whose source holds something mypy's stub generator cannot write."""
 
 
 class _Source(NamedTuple):
@@ -168,6 +181,15 @@ class _Source(NamedTuple):
 
     @classmethod
     def read(cls, module: types.ModuleType) -> _Source:
+        if getattr(module, "__file__", None) is None:
+            kind = (
+                "a namespace package"
+                if hasattr(module, "__path__")
+                else "a built-in module"
+                if module.__name__ in sys.builtin_module_names
+                else "a module made at run time"
+            )
+            raise TypeError(f"{module.__name__} has no source file: it is {kind}")
         path = inspect.getsourcefile(module)
         if path is None:
             raise TypeError(f"{module.__name__} has no source file")
@@ -186,10 +208,11 @@ class _Source(NamedTuple):
                 node.id, _ = correct_relative_import(module.__name__, node.relative, node.id, package)
                 node.relative = 0
         classes = {f"{prefix}{n.name}": n for n, _, prefix in _statements(source.ast.defs) if isinstance(n, ClassDef)}
+        field_names = _field_names(source.ast.defs)
         for cdef in classes.values():
             for stmt in cdef.defs.body:
                 if isinstance(stmt, AssignmentStmt) and isinstance(stmt.rvalue, CallExpr):
-                    stmt.rvalue = _field_for_stub(stmt.rvalue)
+                    stmt.rvalue = _field_for_stub(stmt.rvalue, field_names)
         names = ASTStubGenerator(source.runtime_all, include_private=True)
         source.ast.accept(names)
         return cls(module, source.ast, source.runtime_all, names, classes)
@@ -312,7 +335,7 @@ class _Additions:
             ]
         if _generated(cls, ASTUPLE):
             items = [stub.typed(self._field_type(cls, name)) for name in included_names(cls)]
-            stub.lines.append(f"def {ASTUPLE}(self) -> tuple[{', '.join(items) or '()'}]: ...")
+            stub.lines.append(f"def {ASTUPLE}(self) -> _tuple[{', '.join(items) or '()'}]: ...")
         if _generated(cls, REPLACE):
             init_types = self._init_types(cls)
             required = _required_init_vars(cls)  # replace() must be given them, as dataclasses.replace must
@@ -553,10 +576,21 @@ def _declare_members(cls: type[enum.Enum], cdef: ClassDef) -> None:
             stmt.rvalue = NameExpr(writer.get_str_default_of_node(stmt.rvalue)[0])
 
 
-def _field_for_stub(call: CallExpr) -> Expression:
+def _field_names(defs: list[Statement]) -> frozenset[str]:
+    """How the module's source names ``dataclasses.field``: ``field``, ``dataclasses.field``, an alias."""
+    names = {"field", "dataclasses.field"}
+    for node, _, _ in _statements(defs):
+        if isinstance(node, ImportFrom) and node.id == "dataclasses" and not node.relative:
+            names.update(alias or name for name, alias in node.names if name == "field")
+        elif isinstance(node, Import):
+            names.update(f"{alias or name}.field" for name, alias in node.ids if name == "dataclasses")
+    return frozenset(names)
+
+
+def _field_for_stub(call: CallExpr, field_names: frozenset[str]) -> Expression:
     """A ``field(...)`` call reduced to what shapes ``__init__``, which mypy's generator can write
     (not ``metadata={**OMIT, ...}``).  With neither ``init`` nor ``kw_only`` it becomes ``= ...``."""
-    if get_qualified_name(call.callee) not in ("field", "dataclasses.field"):
+    if get_qualified_name(call.callee) not in field_names:
         return call
     given = {name: arg for name, arg in zip(call.arg_names, call.args, strict=True) if name is not None}
     kept = {name: given[name] for name in ("init", "kw_only", "default", "default_factory") if name in given}

@@ -627,9 +627,33 @@ def test_stubgen_of_a_module_without_source_exits_with_status_2_and_writes_nothi
     assert_refused(
         result,
         f"{PROG}: error: cannot read the source of 'metakit_cli_no_source':"
-        " <module 'metakit_cli_no_source'> is a built-in module",
+        " metakit_cli_no_source has no source file: it is a module made at run time",
     )
     assert not (tmp_path / "stubs").exists()
+    # A directory without __init__.py was said to be "a built-in module" too.
+    (tmp_path / "metakit_cli_namespace").mkdir()
+    result = cli("stubgen", "metakit_cli_namespace", "-o", str(tmp_path / "stubs"))
+    assert_refused(
+        result,
+        f"{PROG}: error: cannot read the source of 'metakit_cli_namespace':"
+        " metakit_cli_namespace has no source file: it is a namespace package",
+    )
+    sys.modules.pop("metakit_cli_namespace", None)
+
+
+def test_stubgen_where_mypys_generator_fails_exits_with_status_2_on_one_line(cli, monkeypatch):
+    import metakit.stubgen
+
+    def fails(*args: object) -> None:
+        raise AssertionError  # as mypy's generator does for what it cannot write
+
+    monkeypatch.setattr(metakit.stubgen._Additions, "add", fails)
+    result = cli("stubgen", MODULE)
+    assert_refused(
+        result,
+        f"{PROG}: error: cannot read the source of {MODULE!r}: mypy's stub generator cannot write it"
+        " (AssertionError in ...",
+    )
 
 
 def test_stubgen_without_mypy_exits_with_status_2_and_says_what_to_install(cli, monkeypatch):

@@ -333,7 +333,7 @@ def test_methods_are_overloaded_and_exact(stub: str) -> None:
     flash = members(stub, "FlashInferMetadata")
     assert flash["asdict_zerocopy"] == [
         "@_overload\ndef asdict_zerocopy(self, skip_fields: None=None) -> FlashInferMetadataDict:\n    ...",
-        "@_overload\ndef asdict_zerocopy(self, skip_fields: _Set[str] | list[str] | tuple[str, ...] | _Iterator[str])"
+        "@_overload\ndef asdict_zerocopy(self, skip_fields: _Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str])"
         " -> FlashInferMetadataPartialDict:\n    ...",
     ]
     # every field that __init__ takes, by keyword; the InitVar as the type it takes.
@@ -342,12 +342,12 @@ def test_methods_are_overloaded_and_exact(stub: str) -> None:
         "block_tables: Tensor | None=..., workspace: int=..., wrapper: object=...) -> FlashInferMetadata:\n    ..."
     ]
     assert flash["astuple_zerocopy"] == [
-        "def astuple_zerocopy(self) -> tuple[int, Tensor, bool, Tensor | None, int]:\n    ..."
+        "def astuple_zerocopy(self) -> _tuple[int, Tensor, bool, Tensor | None, int]:\n    ..."
     ]
     assert "-> BoxDict[T]" in members(stub, "Box")["asdict_zerocopy"][0]
     assert "-> Outer.InnerDict" in stub
-    assert "def astuple_zerocopy(self) -> tuple[int, str]: ..." in stub  # Direct, without the KW_ONLY marker
-    assert "def astuple_zerocopy(self) -> tuple[()]: ..." in stub  # Empty
+    assert "def astuple_zerocopy(self) -> _tuple[int, str]: ..." in stub  # Direct, without the KW_ONLY marker
+    assert "def astuple_zerocopy(self) -> _tuple[()]: ..." in stub  # Empty
 
 
 def test_post_init_attributes_are_properties_not_fields(stub: str) -> None:
@@ -381,7 +381,7 @@ def test_a_users_own_method_is_kept_as_written(stub: str) -> None:
     assert overriding["asdict_zerocopy"] == [
         "def asdict_zerocopy(self, skip_fields: Any=None) -> dict[str, Any]:\n    ..."
     ]
-    assert overriding["astuple_zerocopy"] == ["def astuple_zerocopy(self) -> tuple[int]:\n    ..."]
+    assert overriding["astuple_zerocopy"] == ["def astuple_zerocopy(self) -> _tuple[int]:\n    ..."]
 
 
 def test_the_rest_of_the_module_is_declared(stub: str) -> None:
@@ -496,8 +496,34 @@ def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hol
     )
     compile(stub, "wrapped_types.pyi", "exec")
     assert "class HolderDict(_TypedDict):\n    kind: Holder.Kind\n    fin: int\n    an: int\n    n: int\n" in stub
-    assert "def astuple_zerocopy(self) -> tuple[Holder.Kind, int, int, int]: ..." in stub
+    assert "def astuple_zerocopy(self) -> _tuple[Holder.Kind, int, int, int]: ..." in stub
     assert "    n: int = ...\n" in stub
+
+
+def test_field_under_another_name_with_a_merged_omit_gives_a_stub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mypy's own generator stopped with an AssertionError on the ``**OMIT`` of an aliased field().
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "aliased_field",
+        """
+        import dataclasses as dc
+        from dataclasses import dataclass, field as F
+        from metakit import OMIT, ZeroCopy
+
+        @dataclass
+        class Meta(ZeroCopy):
+            n: int = 0
+            wrapper: object = F(default=None, metadata={**OMIT, "doc": "kernel wrapper"})
+            other: object = dc.field(default=None, metadata={"doc": "kept", **OMIT})
+            late: int = F(init=False, default=0, metadata={**OMIT})
+        """,
+    )
+    compile(stub, "aliased_field.pyi", "exec")
+    assert "class MetaDict(_TypedDict):\n    n: int\n\n" in stub
+    assert "    wrapper: object = ...\n    other: object = ...\n    late: int = F(init=False)\n" in stub
 
 
 def test_a_name_the_module_gives_something_else_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -542,6 +568,16 @@ class Odd(ZeroCopy):
 
     def __post_init__(self) -> None:
         self.num_seqs = 5
+
+
+@dataclass
+class tuple(ZeroCopy):  # noqa: N801  # a class may take a builtin's name in its module
+    n: int = 0
+
+
+@dataclass
+class list(ZeroCopy):  # noqa: N801
+    n: int = 0
 """
 
 SELF_AND_PROPERTY_USAGE = """
@@ -556,6 +592,9 @@ def use(node: Node, odd: Odd) -> None:
     assert_type(node.astuple_zerocopy()[1], Optional[Node])
     assert_type(odd.num_seqs, int)
     assert_type(odd.asdict_zerocopy()["property"], int)
+    value, parent = node.astuple_zerocopy()  # the builtin tuple, though the module defines one
+    node.asdict_zerocopy(["parent"])
+    node.asdict_zerocopy(("parent",))
 """
 
 
@@ -563,7 +602,8 @@ def test_a_field_typed_self_and_a_field_named_property_give_a_stub_pyright_reads
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a TypedDict, ``Self`` is the TypedDict: the stub names the class.  A field called
-    ``property`` would shadow the decorator of the stub's properties: they use an alias."""
+    ``property`` would shadow the decorator of the stub's properties, and classes called ``tuple``
+    and ``list`` the builtins in every method's types: the stub uses aliases."""
     stub = stub_of(tmp_path, monkeypatch, "self_and_property", SELF_AND_PROPERTY)
     assert "class NodeDict(_TypedDict):\n    value: int\n    parent: Node | None\n" in stub
     assert "@_property\n    def num_seqs(self) -> int: ..." in stub
