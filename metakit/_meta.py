@@ -60,7 +60,10 @@ _made = count()
 
 _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
 _delete: Final = type.__delattr__
-_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", *METHOD_NAMES])
+_PROBE: Final = "__metakit_probe__"
+"""Set and deleted once on the first class of a metaclass whose own ``__setattr__`` or ``__delattr__``
+stands in front of ``ZeroCopyFields``', to see that they pass changes on (``_check_cooperates``)."""
+_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", _PROBE, *METHOD_NAMES])
 """The attribute names whose setting tells metakit something."""
 
 
@@ -86,6 +89,8 @@ class ZeroCopyFields(type):
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
         before = _changes
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        if mcls not in _cooperating:
+            _check_cooperates(cls)
         key = next(_made)
         _registry[key] = weakref.ref(cls, lambda _, key=key: _registry.pop(key, None))  # type: ignore[misc]
         with LOCK:
@@ -103,6 +108,10 @@ class ZeroCopyFields(type):
         if name not in _WATCHED:
             super().__setattr__(name, value)
             return
+        if name == _PROBE:
+            _probe.seen.append("set")
+            super().__setattr__(name, value)
+            return
         global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:  # the change and what the rules make of it, as one to other threads
             _changes = before = _changes + 1
@@ -117,6 +126,10 @@ class ZeroCopyFields(type):
                 _settle(cls, before)
 
     def __delattr__(cls, name: str) -> None:
+        if name == _PROBE:
+            _probe.seen.append("deleted")
+            super().__delattr__(name)
+            return
         global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:
             _changes = before = _changes + 1
@@ -131,6 +144,48 @@ class ZeroCopyFields(type):
 
 _changes = 0
 """How many changes to classes that the rules act on have begun (each counted under ``LOCK``)."""
+
+_cooperating: Final[weakref.WeakSet[type]] = weakref.WeakSet([ZeroCopyFields])
+"""The metaclasses whose ``__setattr__`` and ``__delattr__`` are known to pass changes on to ``ZeroCopyFields``'."""
+_probe: Final = threading.local()
+
+
+def _check_cooperates(cls: type) -> None:
+    """Raise ``TypeError`` unless setting and deleting an attribute of *cls* reaches ``ZeroCopyFields``' methods.
+
+    ``dataclasses`` makes a class a dataclass by setting its attributes, and
+    a user's override may be assigned or deleted later: a metaclass whose
+    own ``__setattr__`` or ``__delattr__`` goes straight to ``type``'s would
+    hide all that, and a subclass would silently serve its base's fields.
+    """
+    mcls: type = type(cls)
+    owners = {method: next(k for k in mcls.__mro__ if method in vars(k)) for method in ("__setattr__", "__delattr__")}
+    if all(owner is ZeroCopyFields for owner in owners.values()):
+        _cooperating.add(mcls)
+        return
+    _probe.seen = seen = []
+    try:
+        setattr(cls, _PROBE, None)
+        delattr(cls, _PROBE)
+    except Exception as error:  # a __setattr__ that refuses names it does not know
+        seen.append(f"raised {type(error).__name__}: {error}")
+    finally:
+        if _PROBE in cls.__dict__:
+            _delete(cls, _PROBE)
+    if {"set", "deleted"} <= set(seen):
+        _cooperating.add(mcls)
+        return
+    for (method, owner), word, done in zip(
+        owners.items(), ("assignments", "deletions"), ("set", "deleted"), strict=True
+    ):
+        if done not in seen:
+            happened = f" ({seen[-1]})" if seen and seen[-1].startswith("raised") else ""
+            raise TypeError(
+                f"the metaclass {mcls.__qualname__} of {cls.__qualname__}: {owner.__qualname__}.{method} does not "
+                f"pass attribute {word} on to ZeroCopyFields.{method}{happened}, which must see them to give each "
+                f"class methods for its own fields; call super().{method} there, or list ZeroCopyFields first in "
+                f"{mcls.__qualname__}'s bases"
+            )
 
 
 def _settle(cls: type, before: int) -> None:

@@ -106,9 +106,15 @@ def _own_replace(namespace: Mapping[str, Any], name: str) -> bool:
 
     There Python itself puts a method of its own (``dataclasses``' generic
     one, which metakit's takes the place of), and a call stops at it, as at
-    ``ZeroCopy``'s: it serves the instance's own class.
+    ``ZeroCopy``'s: it serves the instance's own class.  Once a user deletes
+    it, a call goes on to the bases, as it would without metakit.
     """
-    return name is REPLACE and _DATACLASSES_REPLACE is not _ABSENT and "__dataclass_fields__" in namespace
+    return (
+        name is REPLACE
+        and _DATACLASSES_REPLACE is not _ABSENT
+        and "__dataclass_fields__" in namespace
+        and REPLACE in namespace
+    )
 
 
 def placing(

@@ -7,6 +7,7 @@ protocol, mixin and multiple-dataclass bases behave as without metakit.
 
 import abc
 import dataclasses
+import re
 import sys
 import typing
 from dataclasses import KW_ONLY, dataclass, field, make_dataclass
@@ -422,6 +423,64 @@ def test_abc_register_still_works():
     assert issubclass(ZeroCopyFieldsABC, abc.ABCMeta)
 
 
+class _Straight(type):
+    """A metaclass whose hooks go straight to ``type``'s, past any other metaclass's."""
+
+    def __setattr__(cls, name, value):
+        type.__setattr__(cls, name, value)
+
+    def __delattr__(cls, name):
+        type.__delattr__(cls, name)
+
+
+class _StraightDelete(type):
+    def __delattr__(cls, name):
+        type.__delattr__(cls, name)
+
+
+class _Picky(type):
+    def __setattr__(cls, name, value):
+        if name.startswith("__metakit"):
+            raise AttributeError(f"no {name} here")
+        super().__setattr__(name, value)
+
+
+@pytest.mark.parametrize(
+    ("other", "refused"),
+    [
+        (_Straight, "_Straight.__setattr__ does not pass attribute assignments on to ZeroCopyFields.__setattr__"),
+        (_StraightDelete, "_StraightDelete.__delattr__ does not pass attribute deletions on to ZeroCopyFields"),
+        (
+            _Picky,
+            "_Picky.__setattr__ does not pass attribute assignments on to ZeroCopyFields.__setattr__ "
+            "(raised AttributeError: no __metakit_probe__ here)",
+        ),
+    ],
+)
+def test_a_metaclass_whose_hooks_bypass_zerocopyfields_is_refused_and_works_listed_after_it(other, refused):
+    # A subclass silently served its base's fields: dataclasses' setting of its
+    # fields never reached ZeroCopyFields.
+    behind = type("Behind", (other, ZeroCopyFields), {})
+    with pytest.raises(TypeError, match=f"^the metaclass Behind of [^ ]*A: {re.escape(refused)}"):
+
+        @dataclass
+        class A(metaclass=behind):
+            a: int = 1
+
+    in_front = type("InFront", (ZeroCopyFields, other), {})
+
+    @dataclass
+    class B(metaclass=in_front):
+        a: int = 1
+
+    @dataclass
+    class C(B):
+        c: int = 3
+
+    assert C().asdict_zerocopy() == {"a": 1, "c": 3}
+    assert metakit.astuple_zerocopy(C()) == (1, 3)
+
+
 @pytest.mark.parametrize("order", ["mk_first", "other_first"])
 def test_metaclass_setattr_delattr_hooks_run_like_plain(order):
     log: list = []
@@ -449,6 +508,9 @@ def test_metaclass_setattr_delattr_hooks_run_like_plain(order):
     )
 
     def run(meta):
+        class First(metaclass=meta):  # metakit checks a metaclass's hooks once, on its first class
+            pass
+
         log.clear()
 
         class K(metaclass=meta):

@@ -270,6 +270,35 @@ def test_replace_override_same_in_body_and_late(in_body):
     assert type(Mid().__replace__(b=7)) is Mid
 
 
+@pytest.mark.parametrize("root", [ZeroCopy, object], ids=["zerocopy", "plain"])
+def test_deleting_a_subclass_replace_reaches_the_users_replace_above_as_python_would(root):
+    # 3.13+: @dataclass gives Sub a __replace__ of its own; once deleted, a call
+    # goes on to Base's.  metakit put a generated one back, hiding the user's.
+    calls = []
+
+    @dataclass
+    class Base(root):
+        a: int = 1
+
+    @dataclass
+    class Sub(Base):
+        b: int = 2
+
+    def __replace__(self, /, **changes):
+        calls.append(type(self).__name__)
+        return dataclasses.replace(self, **changes)
+
+    Base.__replace__ = __replace__
+    if PY313:
+        assert copy.replace(Sub(), a=5) == Sub(5, 2)
+        assert calls == []  # Sub's own __replace__ stands in front of Base's
+        del Sub.__replace__
+    assert Sub().__replace__(a=5) == Sub(5, 2)
+    assert calls == ["Sub"]
+    assert metakit.replace(Sub(), a=6) == Sub(6, 2)  # the function form runs the generated code
+    assert calls == ["Sub"]
+
+
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 @pytest.mark.parametrize("target", ["class", "base", "grandbase"])
 def test_late_new_on_ancestors_switches_replace_to_keywords(target, warm):
