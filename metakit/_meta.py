@@ -89,7 +89,7 @@ class ZeroCopyFields(type):
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
         before = _changes
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
-        if mcls not in _cooperating:
+        if mcls is not ZeroCopyFields and mcls not in _cooperating:
             _check_cooperates(cls)
         key = next(_made)
         _registry[key] = weakref.ref(cls, lambda _, key=key: _registry.pop(key, None))  # type: ignore[misc]

@@ -458,10 +458,14 @@ class _Checker:
         for name in self.every:
             self._call_dict(form, [name], [key for key in keys if key != name])
         self._call_dict(form, self.every, [])
+        if self.every:  # by position too, as the generated method takes it
+            self._call_dict(form, [self.every[0]], [key for key in keys if key != self.every[0]], by_position=True)
         self._check_unknown_name(form, keys)
 
-    def _call_dict(self, form: _Form, skip: list[str] | None, expected: list[str] | None) -> dict[Any, Any]:
-        """Call *form* with *skip* (a fresh set) and check the dict it returns.
+    def _call_dict(
+        self, form: _Form, skip: list[str] | None, expected: list[str] | None, *, by_position: bool = False
+    ) -> dict[Any, Any]:
+        """Call *form* with *skip* (a fresh set, by keyword or *by_position*) and check the dict it returns.
 
         *expected* is the list of keys it must have, or None for an
         override's first call: any fields, in field order.
@@ -472,8 +476,8 @@ class _Checker:
             got = self._call(form, call)
         else:
             given = set(skip)
-            call = form.text(f"skip_fields={_set_text(skip)}")
-            got = self._call(form, call, skip_fields=given)
+            call = form.text(_set_text(skip) if by_position else f"skip_fields={_set_text(skip)}")
+            got = self._call(form, call, given) if by_position else self._call(form, call, skip_fields=given)
             if given != set(skip):
                 added, removed = sorted(given - set(skip)), sorted(set(skip) - given)
                 changes = [f"it added {added}"] if added else []
@@ -673,10 +677,10 @@ class _Checker:
 
     # --- calling ------------------------------------------------------------------
 
-    def _call(self, form: _Form, call: str, **arguments: Any) -> Any:
+    def _call(self, form: _Form, call: str, *positional: Any, **arguments: Any) -> Any:
         __tracebackhide__ = True
         try:
-            return form.function(**arguments)
+            return form.function(*positional, **arguments)
         except Exception as error:
             if not self.bare:
                 self.fail(form.role, call, f"raised {describe(error)}", error)
