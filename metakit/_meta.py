@@ -109,7 +109,7 @@ class ZeroCopyFields(type):
             super().__setattr__(name, value)
             return
         if name == _PROBE:
-            _probe.seen.append("set")
+            _probed("set")
             super().__setattr__(name, value)
             return
         global _changes  # noqa: PLW0603  # counted under LOCK
@@ -127,7 +127,7 @@ class ZeroCopyFields(type):
 
     def __delattr__(cls, name: str) -> None:
         if name == _PROBE:
-            _probe.seen.append("deleted")
+            _probed("deleted")
             super().__delattr__(name)
             return
         global _changes  # noqa: PLW0603  # counted under LOCK
@@ -150,6 +150,13 @@ _cooperating: Final[weakref.WeakSet[type]] = weakref.WeakSet([ZeroCopyFields])
 _probe: Final = threading.local()
 
 
+def _probed(what: str) -> None:
+    """Note that ``_check_cooperates``' probe reached ``ZeroCopyFields``: it was *what*."""
+    seen = getattr(_probe, "seen", None)
+    if seen is not None:
+        seen.append(what)
+
+
 def _check_cooperates(cls: type) -> None:
     """Raise ``TypeError`` unless setting and deleting an attribute of *cls* reaches ``ZeroCopyFields``' methods.
 
@@ -163,13 +170,15 @@ def _check_cooperates(cls: type) -> None:
     if all(owner is ZeroCopyFields for owner in owners.values()):
         _cooperating.add(mcls)
         return
+    outer = getattr(_probe, "seen", None)  # a hook of the metaclass may make a class of it meanwhile
     _probe.seen = seen = []
     try:
         setattr(cls, _PROBE, None)
         delattr(cls, _PROBE)
     except Exception as error:  # a __setattr__ that refuses names it does not know
-        seen.append(f"raised {type(error).__name__}: {error}")
+        seen.append(f"raised {type(error).__name__}: {str(error)[:200]}")
     finally:
+        _probe.seen = outer
         if _PROBE in cls.__dict__:
             _delete(cls, _PROBE)
     if {"set", "deleted"} <= set(seen):

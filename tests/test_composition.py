@@ -481,6 +481,29 @@ def test_a_metaclass_whose_hooks_bypass_zerocopyfields_is_refused_and_works_list
     assert metakit.astuple_zerocopy(C()) == (1, 3)
 
 
+def test_a_metaclass_hook_that_makes_a_class_of_its_own_while_checked_is_not_refused():
+    class Spawning(type):
+        made: typing.ClassVar[list[type]] = []
+        started = False
+
+        def __setattr__(cls, name, value):
+            if not Spawning.started:  # the first time: a class of the same metaclass, made meanwhile
+                Spawning.started = True
+                Spawning.made.append(type(cls)("Inner", (), {}))
+            super().__setattr__(name, value)
+
+    combined = type("Combined", (Spawning, ZeroCopyFields), {})
+
+    @dataclass
+    class A(metaclass=combined):
+        a: int = 1
+
+    assert [type(made) for made in Spawning.made] == [combined]
+    assert A().asdict_zerocopy() == {"a": 1}
+    A.__metakit_probe__ = "a user's own value"  # the probe's name means nothing outside the check
+    assert A.__metakit_probe__ == "a user's own value"
+
+
 @pytest.mark.parametrize("order", ["mk_first", "other_first"])
 def test_metaclass_setattr_delattr_hooks_run_like_plain(order):
     log: list = []
