@@ -35,9 +35,9 @@ from itertools import count
 from typing import Any, Final, TypeVar
 
 from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
-from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, Layout, layout_of, takes_by_position
+from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
-from metakit._overrides import DISPATCHERS, dispatch, guard_bases, is_ours, placing
+from metakit._overrides import DISOWNED, DISPATCHERS, dispatch, guard_bases, is_ours, placing
 from metakit._source import printable, unwritable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -134,6 +134,8 @@ class ZeroCopyFields(type):
         with LOCK:
             _changes = before = _changes + 1
             super().__delattr__(name)
+            if name == REPLACE and holds_fields(cls.__dict__):
+                DISOWNED.add(cls)  # its own __replace__ (3.13+) is gone: a call goes on to the bases
             if name in METHOD_NAMES:
                 _changed(cls)
             elif name in ("__init__", "__new__"):
@@ -247,6 +249,7 @@ def _watched_set(cls: type, name: str) -> None:
         # methods wait for it, since ``replace`` calls it (see below).
         if not holds_fields(namespace):
             return
+        DISOWNED.discard(cls)  # made a dataclass again: it gets a __replace__ of its own again
         params = namespace.get("__dataclass_params__")
         if (
             "__init__" in namespace

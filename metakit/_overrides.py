@@ -15,6 +15,7 @@ are made by ``_meta``, under its lock.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Mapping, Set
 from types import CodeType
 from typing import Any, Final
@@ -96,25 +97,30 @@ def _next_users(
             return None
         if not is_ours(namespace, name, value):
             return at
-        if _own_replace(namespace, name):
+        if _own_replace(mro[at], name):
             return None
     return None
 
 
-def _own_replace(namespace: Mapping[str, Any], name: str) -> bool:
-    """Whether *name* is ``__replace__`` in a dataclass's namespace, from 3.13 on.
+def _own_replace(cls: type, name: str) -> bool:
+    """Whether *name* is ``__replace__`` and *cls* a dataclass that has its own, from 3.13 on.
 
     There Python itself puts a method of its own (``dataclasses``' generic
     one, which metakit's takes the place of), and a call stops at it, as at
     ``ZeroCopy``'s: it serves the instance's own class.  Once a user deletes
-    it, a call goes on to the bases, as it would without metakit.
+    it (``DISOWNED``), a call goes on to the bases, as it would without metakit.
     """
     return (
         name is REPLACE
         and _DATACLASSES_REPLACE is not _ABSENT
-        and "__dataclass_fields__" in namespace
-        and REPLACE in namespace
+        and "__dataclass_fields__" in cls.__dict__
+        and (not DISOWNED or cls not in DISOWNED)
     )
+
+
+DISOWNED: Final[weakref.WeakSet[type]] = weakref.WeakSet()
+"""The dataclasses whose own ``__replace__`` (3.13+) a user deleted: what metakit puts there stands
+for none, as ``asdict_zerocopy``'s does, until ``dataclasses`` writes one again."""
 
 
 def placing(
@@ -148,7 +154,7 @@ def _inherits_users(cls: type, name: str, coming_back: Set[tuple[int, str]]) -> 
 
     *coming_back* is as for ``placing``.
     """
-    if _own_replace(cls.__dict__, name):
+    if _own_replace(cls, name):
         return False  # dataclasses gives the dataclass a __replace__ of its own: so does metakit
     # Through any base: a generated method of one base does not hide a user's of another.
     return _next_users(cls.__mro__, 1, name, coming_back) is not None
@@ -179,7 +185,7 @@ def _forwarder(holder: type, name: str) -> Any:
     does).
     """
     caller, attribute = _SERVED[name]
-    walks = not _own_replace(holder.__dict__, name)
+    walks = not _own_replace(holder, name)
     dispatcher = DISPATCHERS[name]
 
     def forward(self: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -198,7 +204,7 @@ def _forwarder(holder: type, name: str) -> Any:
             if not is_ours(namespace, name, method):
                 bind = getattr(type(method), "__get__", None)  # as attribute lookup binds it
                 return (method if bind is None else bind(method, self, cls))(*args, **kwargs)
-            if _own_replace(namespace, name):
+            if _own_replace(klass, name):
                 break
         methods = getattr(cls, STATE, None)
         if type(methods) is not GeneratedMethods:

@@ -270,32 +270,48 @@ def test_replace_override_same_in_body_and_late(in_body):
     assert type(Mid().__replace__(b=7)) is Mid
 
 
+@pytest.mark.parametrize("order", ["assign then delete", "delete then assign", "delete two levels"])
 @pytest.mark.parametrize("root", [ZeroCopy, object], ids=["zerocopy", "plain"])
-def test_deleting_a_subclass_replace_reaches_the_users_replace_above_as_python_would(root):
-    # 3.13+: @dataclass gives Sub a __replace__ of its own; once deleted, a call
-    # goes on to Base's.  metakit put a generated one back, hiding the user's.
+def test_deleting_a_subclass_replace_reaches_the_users_replace_above_as_python_would(root, order):
+    # 3.13+: @dataclass gives each dataclass a __replace__ of its own; once a user
+    # deletes it, a call goes on to the bases.  metakit put a generated one back,
+    # which then hid a user's __replace__ above.
     calls = []
+
+    def __replace__(self, /, **changes):
+        calls.append(type(self).__name__)
+        return dataclasses.replace(self, **changes)
 
     @dataclass
     class Base(root):
         a: int = 1
 
     @dataclass
-    class Sub(Base):
+    class Mid(Base):
         b: int = 2
 
-    def __replace__(self, /, **changes):
-        calls.append(type(self).__name__)
-        return dataclasses.replace(self, **changes)
+    @dataclass
+    class Sub(Mid):
+        c: int = 3
 
-    Base.__replace__ = __replace__
-    if PY313:
-        assert copy.replace(Sub(), a=5) == Sub(5, 2)
-        assert calls == []  # Sub's own __replace__ stands in front of Base's
+    if order == "assign then delete":
+        Base.__replace__ = __replace__
+        if PY313:
+            assert copy.replace(Sub(), a=5) == Sub(5)
+            assert calls == []  # Sub's own __replace__ stands in front of Base's
+            del Sub.__replace__, Mid.__replace__
+    elif PY313:
         del Sub.__replace__
-    assert Sub().__replace__(a=5) == Sub(5, 2)
+        if order == "delete two levels":
+            del Mid.__replace__
+        Base.__replace__ = __replace__
+        if order == "delete then assign":
+            del Mid.__replace__
+    else:
+        Base.__replace__ = __replace__
+    assert Sub().__replace__(a=5) == Sub(5)
     assert calls == ["Sub"]
-    assert metakit.replace(Sub(), a=6) == Sub(6, 2)  # the function form runs the generated code
+    assert metakit.replace(Sub(), a=6) == Sub(6)  # the function form runs the generated code
     assert calls == ["Sub"]
 
 
