@@ -29,12 +29,13 @@ import builtins
 import collections.abc
 import re
 import sys
+import threading
 import types
 import typing
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import Field, fields
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import torch
 
@@ -127,7 +128,7 @@ def _union(options: list[_Spec]) -> _Spec:
     if any(option is _ANY_SPEC for option in options):
         return _ANY_SPEC
     checks = tuple(option.check for option in options)
-    name = " | ".join(option.name for option in options)
+    name = " | ".join(dict.fromkeys(part for option in options for part in option.name.split(" | ")))  # each once
     others = tuple(option.check for option in options if option is not _SCALARS[type(None)])
 
     def any_of(value: object) -> bool:
@@ -272,16 +273,39 @@ def _recursive(text: str, slot: list[_Spec]) -> _Spec:
     """A text met again inside a container in its own reading (``Tree = int | list["Tree"]``).
 
     Its spec is the one made the first time, once it is made: a value is
-    checked as deep as it goes, which the wire bounds (``MAX_DEPTH``).
+    checked as deep as it goes, which the wire bounds (``MAX_DEPTH``).  Each
+    part of the value is checked against it once per check of the whole: a
+    union of two lists of such aliases would otherwise try both at every
+    level, twice as long for each level deeper.
     """
 
     def check(value: object) -> bool:
-        return slot[0].check(value)
+        return _once(("check", id(slot), id(value)), lambda: slot[0].check(value))
 
     def explain(value: object, path: str) -> _Mismatch | None:
-        return slot[0].explain(value, path)
+        return _once(("explain", id(slot), id(value), path), lambda: slot[0].explain(value, path))
 
     return _Spec(check, text, explain)
+
+
+_T = TypeVar("_T")
+_results: Final = threading.local()
+"""``_once``'s results during one check of a whole value, in this thread."""
+
+
+def _once(key: tuple[object, ...], work: Callable[[], _T]) -> _T:
+    """``work()``, done once per *key* while the outermost call here runs (the value checked stays alive)."""
+    results: dict[tuple[object, ...], Any] | None = getattr(_results, "made", None)
+    outermost = results is None
+    if results is None:
+        results = _results.made = {}
+    try:
+        if key not in results:
+            results[key] = work()
+        return results[key]  # type: ignore[no-any-return]
+    finally:
+        if outermost:
+            _results.made = None
 
 
 def spec_of(annotation: object, read: Callable[[str], object] | None = None) -> _Spec:

@@ -705,6 +705,17 @@ class _Packer:
 
     def record(self, obj: object, cls: type, skip_fields: Iterable[str] | None) -> list[Any]:
         """The body of one record: ``[class, digest, names, values]``."""
+        try:
+            return self.body(obj, cls, skip_fields)
+        except AttributeError:
+            unset = [name for name in _codec(cls).unset if not hasattr(obj, name)]
+            if not unset:
+                raise
+            raise TypeError(
+                f"{cls.__qualname__} cannot be sent: its field {unset[0]!r} (init=False, with no default) was never set"
+            ) from None
+
+    def body(self, obj: object, cls: type, skip_fields: Iterable[str] | None) -> list[Any]:
         codec = _codec(cls)
         encoder = codec.encoder(cls)
         if (
@@ -1303,6 +1314,8 @@ class _Reader:
         """The tensors that sent bytes of their own, by number: their buffer, offset, size and device."""
         self.records: list[object] = []
         """The records inside field values, in the order they were rebuilt."""
+        self.pickled: dict[int, object] = {}
+        """The values that arrived pickled, by ``id``: what the receiver opted in to, plain data or not."""
         self.nesting = 0
         """How many tuples and records the bytes being read lie in: at most ``MAX_DEPTH``, so that a header
         of a few hundred bytes cannot make this thread's stack as deep as it likes."""
@@ -1377,6 +1390,7 @@ class _Reader:
             extra = len(data) - unpickler.stream.tell()
             if extra:
                 raise WireError(f"a pickled value is followed by {extra} bytes that are not part of it")
+            self.pickled[id(value)] = value  # kept, so that the id stays its own while the header is read
             return value
         except WireError:
             raise
@@ -1702,7 +1716,7 @@ class _Mismatched(WireError):
 def _field(cls: type, name: str, value: object) -> None:
     """Raise ``WireError`` unless *value*, which arrived for the field *name* of *cls*, may be its value."""
     try:
-        plain = type(value) not in _SUSPECT or _plain_data(value, MAX_DEPTH)
+        plain = type(value) not in _SUSPECT or _plain_data(value, MAX_DEPTH, _reading.reader.pickled)
     except _TooDeepArrived:
         raise _Mismatched(
             cls.__qualname__, f"the value at `$.{name}` is nested more than {MAX_DEPTH} levels deep", f"$.{name}"
@@ -1780,15 +1794,18 @@ def _require_grad(index: int, tensor: torch.Tensor) -> None:
     tensor.requires_grad_()
 
 
-def _plain_data(value: object, room: int) -> bool:
+def _plain_data(value: object, room: int, pickled: Mapping[int, object]) -> bool:
     """Whether *value* holds only what ``pack`` sends, as far as msgpack alone could say otherwise.
 
     msgpack allows dict keys of any type, and msgspec reads its timestamp
     extension as a ``datetime`` by itself; nothing else that it reads can be
     other than plain data.  The usual list, of numbers, is looked at in C.
     Lists, tuples and dicts nested more than *room* levels deep raise
-    ``_TooDeepArrived``, before the walk goes deeper than that.
+    ``_TooDeepArrived``, before the walk goes deeper than that.  A value
+    that arrived *pickled* (a ``datetime`` too) is what the receiver opted in to.
     """
+    if pickled and id(value) in pickled:
+        return True
     kind = type(value)
     if kind is not dict and kind is not list and kind is not tuple:
         return kind is not datetime.datetime
@@ -1800,7 +1817,7 @@ def _plain_data(value: object, room: int) -> bool:
             return False
         value = mapping.values()
     items = cast("Iterable[object]", value)
-    return _SUSPECT.isdisjoint(map(type, items)) or all(_plain_data(item, room - 1) for item in items)
+    return _SUSPECT.isdisjoint(map(type, items)) or all(_plain_data(item, room - 1, pickled) for item in items)
 
 
 class _TooDeepArrived(Exception):

@@ -479,6 +479,8 @@ def test_an_init_false_field_without_a_default_arrives_or_is_set_by_post_init_or
     _refused(header, buffers, "the field 'doubled' \\(init=False, with no default\\) did not arrive, and NeverSet")
     _, body = _split(header)
     assert body[2] == [0]  # as a peer would send it
+    with pytest.raises(TypeError, match=re.escape("NeverSet cannot be sent: its field 'doubled' (init=False, with")):
+        wire.pack(NeverSet(3))  # never set: an AttributeError from reading it, before
     later = SetLater(3)
     received = wire.unpack(*wire.pack(later, skip_fields={"doubled"}))
     assert (received.size, received.doubled) == (3, 6)  # type: ignore[attr-defined]
@@ -557,6 +559,15 @@ Loop = int | list["Unguarded"]
 Unguarded = int | float | str | list["Loop"] | Optional["Unguarded"]  # met again outside a container too
 
 
+Odd = list["Odd"] | list["Even"] | None  # two lists in each union: each level tried both
+Even = list["Odd"] | list["Even"] | int
+
+
+@dataclass
+class Alternatives(ZeroCopy):
+    value: Odd = None
+
+
 @dataclass
 class JsonFirstPacked(ZeroCopy):
     value: Json
@@ -603,6 +614,41 @@ def test_a_recursive_alias_is_checked_as_deep_as_the_value_goes_on_both_sides_wh
     assert wire.unpack(*wire.pack(Alternating([[[1, 2.5], 3], None]))) == Alternating([[[1, 2.5], 3], None])
     with pytest.raises(TypeError, match=re.escape("Expected `int | list`, got `float` - at `$.value[0][0]`")):
         wire.pack(Alternating([[1.5]]))  # Loop's items are Unguarded, whose lists hold Loop
+    with pytest.raises(TypeError, match=re.escape("Expected `int | float | str | list | Unguarded | None`, got")):
+        wire.pack(Alternating([b"bytes"]))  # each option named once, though unions hold unions
+
+
+def test_a_recursive_alias_with_two_lists_in_a_union_is_checked_in_time_linear_in_the_depth() -> None:
+    # Each level tried both lists, to the bottom: a header of 102 bytes, 64 lists
+    # deep, took longer than anyone would wait, on both sides.
+    program = f"""
+        from {__name__} import Alternatives, _as
+        from metakit import wire
+        value = "not an int"
+        for _ in range(wire.MAX_DEPTH):
+            value = [value]
+        try:
+            wire.pack(Alternatives(value))
+        except TypeError as error:
+            print("sender:", error)
+        try:
+            wire.unpack(_as(Alternatives, value), [bytearray(0)])
+        except wire.WireError as error:
+            print("receiver:", error)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+        timeout=60,
+    )
+    path = "$.value" + "[0]" * wire.MAX_DEPTH
+    assert done.stdout == (
+        f"sender: Alternatives cannot be sent: Expected `list | None`, got `str` - at `{path}`\n"
+        f"receiver: Alternatives: Expected `list | None`, got `str` - at `{path}`\n"
+    ), done.stderr[-2000:]
 
 
 def test_a_value_that_holds_itself_in_a_recursive_alias_is_refused_as_too_deep() -> None:
@@ -703,6 +749,11 @@ def test_values_that_are_not_plain_data_travel_pickled_only_when_both_sides_allo
     header, buffers = wire.pack(record, allow_pickle=True)
     _refused(header, buffers, "does not read pickles")
     assert wire.unpack(header, buffers, allow_pickle={"datetime.date"}).unresolved == [datetime.date(2026, 1, 2)]
+    # A pickled datetime was taken for a msgpack timestamp, which is not plain data, and refused.
+    moment = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    record.unresolved = [moment, [moment]]  # type: ignore[list-item]
+    header, buffers = wire.pack(record, allow_pickle=True)
+    assert wire.unpack(header, buffers, allow_pickle={"datetime.datetime"}).unresolved == [moment, [moment]]
 
 
 def test_a_pickle_that_ends_before_its_bytes_do_is_refused() -> None:
