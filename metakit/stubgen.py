@@ -266,7 +266,15 @@ class _Additions:
         self.source.tree.defs[:0] = [*own, *(Import([(module, None)]) for module in self.imports)]
 
     def _check_free(self, cls: type, prefix: str) -> None:
-        """Refuse to write a ``TypedDict`` under a name that the module itself gives something else."""
+        """Refuse to write a ``TypedDict`` under a name that the module itself gives something else, or
+        a stub whose own imports (``_TypedDict``, ``_Set``, ...) the module's names would replace."""
+        defined = self.source.names.defined_names
+        taken = [f"_{name}" for names in _OWN_IMPORTS.values() for name in names if f"_{name}" in defined]
+        if taken:
+            raise NameClash(
+                f"{self.source.module.__name__} defines {taken[0]}, a name that its stub gives one of its own"
+                " imports: rename it"
+            )
         for suffix in ("Dict", "PartialDict"):
             name = f"{cls.__name__}{suffix}"
             if not prefix and name in self.source.names.defined_names:

@@ -399,6 +399,11 @@ def _without(*names: str) -> Any:
         # matplotlib chose the format by the name: a traceback after the run, or chart.png for "chart".
         (["--plot", "chart.txt"], (), "--plot writes a PNG chart: give it a path that ends in .png, not 'chart.txt'"),
         (["--plot", "chart"], (), "--plot writes a PNG chart: give it a path that ends in .png, not 'chart'"),
+        (
+            ["--json", "out.png", "--plot", "./out.png"],
+            (),
+            "--json and --plot name the same file, out.png: the chart would replace the results",
+        ),
     ],
     ids=[
         "json dir",
@@ -410,6 +415,7 @@ def _without(*names: str) -> Any:
         "plot distributed",
         "plot not png",
         "plot no suffix",
+        "json and plot one file",
     ],
 )
 def test_usage_errors_exit_with_status_2_before_running(

@@ -526,6 +526,29 @@ def test_field_under_another_name_with_a_merged_omit_gives_a_stub(
     assert "    wrapper: object = ...\n    other: object = ...\n    late: int = F(init=False)\n" in stub
 
 
+def test_a_module_name_that_the_stubs_own_imports_take_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written after the stub's ``from typing_extensions import TypedDict as _TypedDict``,
+    # ``_TypedDict = dict`` made every TypedDict of the stub a dict that checks nothing.
+    with pytest.raises(NameClash, match="defines _TypedDict, a name that its stub gives one of its own imports"):
+        stub_of(
+            tmp_path,
+            monkeypatch,
+            "own_import_clash",
+            """
+            from dataclasses import dataclass
+            from metakit import ZeroCopy
+
+            @dataclass
+            class Meta(ZeroCopy):
+                a: int
+
+            _TypedDict = dict
+            """,
+        )
+
+
 def test_a_name_the_module_gives_something_else_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(NameClash, match="defines ThingDict, the name of the TypedDict that the stub gives Thing"):
         stub_of(

@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -228,12 +229,9 @@ def main(argv: Sequence[str], prog: str = "python -m metakit bench") -> int:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What makes the run impossible as asked, found before it starts; None if nothing."""
-    for option, path in (("--json", args.json), ("--plot", args.plot)):
-        problem = None if path is None else report.output_problem(path)
-        if problem:
-            return f"cannot write {option} {path or repr(path)}: {problem}"
-    if args.plot is not None and not args.plot.lower().endswith(".png"):
-        return f"--plot writes a PNG chart: give it a path that ends in .png, not {args.plot!r}"
+    problem = _output_problem(args.json, args.plot)
+    if problem:
+        return problem
     if args.distributed:
         if args.plot:
             return "--plot does not apply to --distributed"
@@ -242,4 +240,17 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
             return f"--distributed needs {' and '.join(missing)}: pip install 'metakit[torch,bench]'"
     elif args.plot and report.installed("matplotlib") is None:
         return "--plot needs matplotlib: pip install 'metakit[bench]' (or matplotlib)"
+    return None
+
+
+def _output_problem(json_path: str | None, plot: str | None) -> str | None:
+    """What keeps the run from writing the files ``--json`` and ``--plot`` name; None if nothing."""
+    for option, path in (("--json", json_path), ("--plot", plot)):
+        problem = None if path is None else report.output_problem(path)
+        if problem:
+            return f"cannot write {option} {path or repr(path)}: {problem}"
+    if json_path is not None and plot is not None and os.path.realpath(json_path) == os.path.realpath(plot):
+        return f"--json and --plot name the same file, {json_path}: the chart would replace the results"
+    if plot is not None and not plot.lower().endswith(".png"):
+        return f"--plot writes a PNG chart: give it a path that ends in .png, not {plot!r}"
     return None
