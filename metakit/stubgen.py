@@ -81,8 +81,8 @@ _HEADER: Final = """\
 # A dataclass may redefine an inherited field with another type.
 # pyright: reportIncompatibleVariableOverride=false
 """
-# What the added nodes name, imported under private names that clash with
-# nothing a module defines.  mypy's generator writes an import only if it is used.
+# What the added nodes name, imported under private names (a module that
+# defines one is refused).  mypy's generator writes an import only if it is used.
 _OWN_IMPORTS: Final = {
     "builtins": ["list", "property", "tuple"],  # a field may be called property, a class tuple
     "collections.abc": ["Iterator", "Set"],
@@ -277,7 +277,7 @@ class _Additions:
             )
         for suffix in ("Dict", "PartialDict"):
             name = f"{cls.__name__}{suffix}"
-            if not prefix and name in self.source.names.defined_names:
+            if not prefix and name in defined:
                 raise NameClash(
                     f"{self.source.module.__name__} defines {name}, the name of the TypedDict that the stub gives"
                     f" {cls.__qualname__}: rename one of them"
