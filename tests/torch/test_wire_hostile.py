@@ -594,6 +594,18 @@ def _as(cls: type, value: Any) -> bytes:
     return _join(table, [f"{__name__}:{cls.__qualname__}", body[1], None, [value]])
 
 
+def _run_here(program: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run *program* (indented as in a test) in a fresh interpreter here, where it can import this module."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+        timeout=timeout,
+    )
+
+
 def _at_depth(levels: int, call: Callable[[], Any]) -> Any:
     return call() if levels == 0 else _at_depth(levels - 1, call)
 
@@ -636,14 +648,7 @@ def test_a_recursive_alias_with_two_lists_in_a_union_is_checked_in_time_linear_i
         except wire.WireError as error:
             print("receiver:", error)
     """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(program)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-        timeout=60,
-    )
+    done = _run_here(program, timeout=60)
     path = "$.value" + "[0]" * wire.MAX_DEPTH
     assert done.stdout == (
         f"sender: Alternatives cannot be sent: Expected `list | None`, got `str` - at `{path}`\n"
@@ -704,14 +709,7 @@ def test_a_deep_header_cannot_crash_a_thread_with_a_small_stack() -> None:
             thread.join()
         print(outcomes)
     """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(program)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-        timeout=120,
-    )
+    done = _run_here(program, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, str(["refused"] * 3)), done.stderr[-2000:]
 
 
