@@ -374,7 +374,7 @@ class _Codec:
                 )
         return self._call
 
-    def takes(self, cls: type, names: Collection[str]) -> bool:
+    def callable_with(self, cls: type, names: Collection[str]) -> bool:
         """Whether the receiver can call *cls* with the fields *names* (those of them set in ``__init__``)."""
         return self.call(cls).requires.issubset(names) and not self.untaken(cls, names)
 
@@ -410,7 +410,7 @@ class _Codec:
                 make_encoder(cls.__qualname__, names, self.checks(cls), asdict, getattr(cls, "__getstate__", None))
                 if holds_generated(vars(cls), asdict)
                 and _custom_getstate(cls) is None
-                and self.takes(cls, names)
+                and self.callable_with(cls, names)
                 and unwritable(names) is None  # the names are written into the encoder's source
                 else None
             )
