@@ -188,8 +188,13 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Source:
     """New code for the class *qualname* of *key*'s label and layout, with its ``linecache`` entry."""
     label, layout = key
     compiled = _compiled.get(layout)
-    body = _body(label, layout) if compiled is None else compiled.body
-    entry = _claim(label, [header(label), *body])
+    if compiled is None:
+        body = _body(label, layout)
+        body_size = len("".join(body))
+    else:
+        body, body_size = compiled.body, compiled.body_size
+    top = header(label)
+    entry = _claim(label, [top, *body], len(top) + body_size)
     filename = entry[3]
     try:
         codes = _codes(layout, qualname, entry) if compiled is None else named(compiled.codes, filename, qualname)
@@ -200,7 +205,7 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Source:
     if compiled is None and len(layout.names) <= _MOST_FIELDS_KEPT:
         if len(_compiled) >= _MOST_LAYOUTS:
             _compiled.clear()
-        _compiled[layout] = _Compiled(body, codes)
+        _compiled[layout] = _Compiled(body, body_size, codes)
     lifetime = _Lifetime(source, _forget)
     lifetime.key = key
     lifetime.entry = entry
@@ -213,6 +218,8 @@ class _Compiled(NamedTuple):
     """A layout's source lines below the header, and its code: each class runs a copy under its own names."""
 
     body: list[str]
+    body_size: int
+    """The length of the body's text: the size of a ``linecache`` entry is its text's."""
     codes: dict[str, CodeType]
 
 
@@ -233,15 +240,14 @@ def _body(label: str, layout: Layout) -> list[str]:
     return function_lines(layout)
 
 
-def _claim(label: str, lines: list[str]) -> tuple[int, None, list[str], str]:
-    """A new ``linecache`` entry for *lines*, under a file name that no other entry holds.
+def _claim(label: str, lines: list[str], size: int) -> tuple[int, None, list[str], str]:
+    """A new ``linecache`` entry for *lines*, of *size* characters in all, under a file name that no other entry holds.
 
     The name is the label's own, ``<metakit label>``, where that is free:
     no live code has it, and ``linecache`` holds no entry under it.
     ``setdefault`` takes a name and tells whether it was free in one step,
     which no other thread and no finalizer can come between.
     """
-    size = sum(map(len, lines))
     filename = f"<metakit {label}>"
     suffix = _suffixes.get(label, 1)
     while True:

@@ -144,13 +144,12 @@ def layout_of(cls: type) -> Layout:
             continue
         name = as_text(f.name)
         names.append(name)
-        if not f.init:
-            roles.append(REFUSED)
-        else:
+        if f.init:
             arguments.append(name)
-            if f.kw_only is True:
-                keyword_only = True
+            keyword_only = keyword_only or f.kw_only is True
             roles.append(REQUIRED if kind is _INITVAR and f.default is _MISSING else CARRIED)
+        else:
+            roles.append(REFUSED)
         if kind is not _INITVAR and not is_omitted(f):
             included.append(name)
     if not _KINDS_KNOWN:

@@ -31,13 +31,12 @@ import sys
 import threading
 import weakref
 from collections.abc import Mapping
-from itertools import count
 from typing import Any, Final, TypeVar
 
 from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
-from metakit._overrides import DISOWNED, DISPATCHERS, dispatch, guard_bases, is_ours, placing
+from metakit._overrides import DISOWNED, DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing
 from metakit._source import printable, unwritable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -51,12 +50,16 @@ signal handler or a profiler may make or change a class in the same thread.
 
 
 _registry: Final[dict[int, weakref.ref[type]]] = {}
-"""Every live class that ``ZeroCopyFields`` made, by the order in which they were made.
+"""Every live class that ``ZeroCopyFields`` made, in the order in which they were made: a weak reference
+to each, under its own ``id``, which it leaves when its class is collected.
 
-No lock: each key is taken once (``next(_made)``, which the GIL keeps whole),
-and each change is one operation of the dict; readers walk a copy.
+No lock: each change is one operation of the dict, which the GIL keeps whole; readers walk a copy.
 """
-_made = count()
+
+
+def _unregister(ref: weakref.ref[type]) -> None:
+    _registry.pop(id(ref), None)
+
 
 _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
 _delete: Final = type.__delattr__
@@ -91,8 +94,8 @@ class ZeroCopyFields(type):
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if mcls is not ZeroCopyFields and mcls not in _cooperating:
             _check_cooperates(cls)
-        key = next(_made)
-        _registry[key] = weakref.ref(cls, lambda _, key=key: _registry.pop(key, None))  # type: ignore[misc]
+        ref = weakref.ref(cls, _unregister)
+        _registry[id(ref)] = ref
         with LOCK:
             if _needs_methods_of_its_own(cls, namespace):
                 _install(cls)
@@ -135,7 +138,7 @@ class ZeroCopyFields(type):
             _changes = before = _changes + 1
             super().__delattr__(name)
             if name == REPLACE and holds_fields(cls.__dict__):
-                DISOWNED.add(cls)  # its own __replace__ (3.13+) is gone: a call goes on to the bases
+                disown_replace(cls)  # its own __replace__ (3.13+) is gone: a call goes on to the bases
             if name in METHOD_NAMES:
                 _changed(cls)
             elif name in ("__init__", "__new__"):
@@ -220,11 +223,8 @@ def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
         # ``@dataclass(slots=True)`` makes a new class from the old one's
         # namespace, fields included (and then sets its __qualname__).
         return True
-    for base in cls.__mro__[1:]:
-        if holds_fields(base.__dict__):
-            break
-    else:
-        return False
+    if type(getattr(cls, "__dataclass_fields__", None)) is not dict:
+        return False  # nor is any class above it a dataclass, by ``dataclasses``' own test
     # An undecorated subclass of a dataclass from outside metakit; or of a
     # metakit dataclass, whose fields and methods it shares unless it is
     # called otherwise than ``replace`` would call it.
@@ -249,7 +249,7 @@ def _watched_set(cls: type, name: str) -> None:
         # methods wait for it, since ``replace`` calls it (see below).
         if not holds_fields(namespace):
             return
-        DISOWNED.discard(cls)  # made a dataclass again: it gets a __replace__ of its own again
+        DISOWNED.pop(id(cls), None)  # made a dataclass again: it gets a __replace__ of its own again
         params = namespace.get("__dataclass_params__")
         if (
             "__init__" in namespace

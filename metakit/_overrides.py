@@ -97,30 +97,32 @@ def _next_users(
             return None
         if not is_ours(namespace, name, value):
             return at
-        if _own_replace(mro[at], name):
+        if name is REPLACE and owns_replace(mro[at]):
             return None
     return None
 
 
-def _own_replace(cls: type, name: str) -> bool:
-    """Whether *name* is ``__replace__`` and *cls* a dataclass that has its own, from 3.13 on.
+def owns_replace(cls: type) -> bool:
+    """Whether *cls* is a dataclass that has a ``__replace__`` of its own, from 3.13 on.
 
     There Python itself puts a method of its own (``dataclasses``' generic
     one, which metakit's takes the place of), and a call stops at it, as at
     ``ZeroCopy``'s: it serves the instance's own class.  Once a user deletes
-    it (``DISOWNED``), a call goes on to the bases, as it would without metakit.
+    it (``disown_replace``), a call goes on to the bases, as it would without metakit.
     """
-    return (
-        name is REPLACE
-        and _DATACLASSES_REPLACE is not _ABSENT
-        and "__dataclass_fields__" in cls.__dict__
-        and (not DISOWNED or cls not in DISOWNED)
-    )
+    return _DATACLASSES_REPLACE is not _ABSENT and "__dataclass_fields__" in cls.__dict__ and id(cls) not in DISOWNED
 
 
-DISOWNED: Final[weakref.WeakSet[type]] = weakref.WeakSet()
-"""The dataclasses whose own ``__replace__`` (3.13+) a user deleted: what metakit puts there stands
-for none, as ``asdict_zerocopy``'s does, until ``dataclasses`` writes one again."""
+DISOWNED: Final[dict[int, weakref.ref[type]]] = {}
+"""The dataclasses whose own ``__replace__`` (3.13+) a user deleted, by ``id`` (each entry leaves with its
+class): what metakit puts there stands for none, as ``asdict_zerocopy``'s does, until ``dataclasses``
+writes one again."""
+
+
+def disown_replace(cls: type) -> None:
+    """Note that a user deleted the dataclass *cls*'s own ``__replace__``."""
+    key = id(cls)
+    DISOWNED[key] = weakref.ref(cls, lambda _, key=key: DISOWNED.pop(key, None))  # type: ignore[misc]
 
 
 def placing(
@@ -133,31 +135,29 @@ def placing(
     that *methods* replace (metakit's, not a user's).
     """
     namespace = cls.__dict__
+    mro = cls.__mro__
     gone: list[str] = []
     wanted: list[tuple[str, object]] = []
     for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
         own = namespace.get(name, _ABSENT)
         # (``previous`` by identity: a user's value may define ``__eq__``.)
-        if own is _ABSENT or own is generated or is_ours(namespace, name, own) or any(own is f for f in previous):
-            if _inherits_users(cls, name, coming_back):
-                if own is not _ABSENT:  # the user's method above was put there later
-                    gone.append(name)
-            elif own is _ABSENT or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own)):
-                # (A forwarder, put there by rule 2, stays: it serves the
-                # instance's own class too.)
-                wanted.append((name, generated))
+        if not (own is _ABSENT or own is generated or is_ours(namespace, name, own) or any(own is f for f in previous)):
+            continue  # a user's method: never replaced
+        # A method that a user wrote, inherited through any base: a generated
+        # method of one base does not hide a user's of another.  But where
+        # ``dataclasses`` gives the class a ``__replace__`` of its own, so does metakit.
+        if not (name is REPLACE and owns_replace(cls)) and _next_users(mro, 1, name, coming_back) is not None:
+            if own is not _ABSENT:  # the user's method above was put there later
+                gone.append(name)
+        elif (
+            own is _ABSENT
+            or own is _DATACLASSES_REPLACE
+            or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own))
+        ):
+            # (A forwarder, put there by rule 2, stays: it serves the
+            # instance's own class too.)
+            wanted.append((name, generated))
     return gone, wanted
-
-
-def _inherits_users(cls: type, name: str, coming_back: Set[tuple[int, str]]) -> bool:
-    """Whether *cls* inherits a method of that name that a user wrote.
-
-    *coming_back* is as for ``placing``.
-    """
-    if _own_replace(cls, name):
-        return False  # dataclasses gives the dataclass a __replace__ of its own: so does metakit
-    # Through any base: a generated method of one base does not hide a user's of another.
-    return _next_users(cls.__mro__, 1, name, coming_back) is not None
 
 
 def guard_bases(cls: type) -> None:
@@ -185,7 +185,7 @@ def _forwarder(holder: type, name: str) -> Any:
     does).
     """
     caller, attribute = _SERVED[name]
-    walks = not _own_replace(holder, name)
+    walks = not (name is REPLACE and owns_replace(holder))
     dispatcher = DISPATCHERS[name]
 
     def forward(self: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -204,7 +204,7 @@ def _forwarder(holder: type, name: str) -> Any:
             if not is_ours(namespace, name, method):
                 bind = getattr(type(method), "__get__", None)  # as attribute lookup binds it
                 return (method if bind is None else bind(method, self, cls))(*args, **kwargs)
-            if _own_replace(klass, name):
+            if name is REPLACE and owns_replace(klass):
                 break
         methods = getattr(cls, STATE, None)
         if type(methods) is not GeneratedMethods:

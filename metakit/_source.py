@@ -2,7 +2,7 @@
 
 Pure functions on text, testable with no class involved (as attrs'
 ``_make_*_script`` functions are).  The source holds only field names, each
-checked by ``writable_name``, the ``repr`` of those names, and fixed text:
+checked by ``unwritable``, the ``repr`` of those names, and fixed text:
 never a default value or any other user object.
 
 The generated functions read two kinds of names besides their arguments:
@@ -25,26 +25,27 @@ from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout,
 _KEYWORDS: Final = frozenset([*keyword.kwlist, "__debug__"])
 
 
-def writable_name(name: object) -> bool:
-    """Whether *name* may be written into source as an attribute name.
+def unwritable(names: Iterable[object]) -> object | None:
+    """The first of *names* that cannot be written into source as an attribute name, or ``None``.
 
     The parser reads identifiers in NFKC form, so a name that is not in that
     form would name another attribute; ``__debug__`` cannot be a keyword
-    argument.
+    argument.  A ``str`` subclass is read as its text: its methods are not asked.
     """
-    if type(name) is not str:
-        if not isinstance(name, str):
-            return False
-        name = as_text(name)  # the text itself: a str subclass's methods are not asked
-    return (
-        name.isidentifier()
-        and name not in _KEYWORDS
-        and (name.isascii() or unicodedata.normalize("NFKC", name) == name)
-    )
+    for name in names:
+        text = name if type(name) is str else as_text(name) if isinstance(name, str) else None
+        if (
+            text is None
+            or not text.isidentifier()
+            or text in _KEYWORDS
+            or not (text.isascii() or unicodedata.normalize("NFKC", text) == text)
+        ):
+            return name
+    return None
 
 
 def why_unwritable(name: object) -> str:
-    """Why ``writable_name`` refuses *name*, for an error message."""
+    """Why ``unwritable`` refuses *name*, for an error message."""
     if not isinstance(name, str):
         return f"it is a {type(name).__qualname__}, not a str"
     text = as_text(name)
@@ -55,14 +56,6 @@ def why_unwritable(name: object) -> str:
     if text in _KEYWORDS:
         return "it is a Python keyword"
     return f"the parser reads identifiers in NFKC form, so it would read {unicodedata.normalize('NFKC', text)!r}"
-
-
-def unwritable(names: Iterable[object]) -> object | None:
-    """The first of *names* that ``writable_name`` refuses, or ``None``."""
-    for name in names:
-        if not writable_name(name):
-            return name
-    return None
 
 
 def printable(label: str) -> str:

@@ -144,7 +144,7 @@ def _decodable(exact: object) -> object:
 def make_encoder(
     qualname: str, names: tuple[str, ...], checks: FieldChecks, asdict: object, getstate: object
 ) -> Encoder:
-    """Generate ``encode`` for the class whose travelling fields are *names* (all ``_source.writable_name``)."""
+    """Generate ``encode`` for the class whose travelling fields are *names* (none of them ``_source.unwritable``)."""
     namespace: dict[str, Any] = {"Tensor": torch.Tensor, "Refused": Refused}
     lines = ["def encode(obj, packer):", "    tensor = packer.tensor", "    field = packer.field"]
     for index, name in enumerate(names):

@@ -741,6 +741,30 @@ def test_installed_code_is_its_compiled_source():
     assert_installed_code_is_its_compiled_source(made_twice([f"f{i}" for i in range(40)]))
 
 
+def test_a_class_made_again_runs_code_named_for_it():
+    # "a.b" + "C" and "a" + "b.C" write one label, so the second class takes the first one's file
+    # name once it is gone, and the code compiled for the first (fields no other test has): under
+    # its own qualified name.
+    def make(module: str, qualname: str) -> type:
+        namespace = {"__name__": module, "dataclass": dataclass, "ZeroCopy": ZeroCopy}
+        body = f"    __qualname__ = {qualname!r}\n    again_x: int\n    again_y: int\n"
+        exec(f"@dataclass\nclass C(ZeroCopy):\n{body}", namespace)
+        return namespace["C"]
+
+    first = make("a.b", "C")
+    filename = first.asdict_zerocopy.__code__.co_filename
+    del first
+    gc.collect()
+    for module, qualname in [("a", "b.C"), ("a", "b.C"), ("a.b", "C")]:
+        again = make(module, qualname)
+        assert again.asdict_zerocopy.__code__.co_filename == filename
+        for method in METHODS:
+            assert getattr(again, method).__qualname__ == f"{qualname}.{method}"
+        assert again(1, 2).asdict_zerocopy() == {"again_x": 1, "again_y": 2}
+        del again
+        gc.collect()
+
+
 def names_read(cls: type) -> set[str]:
     """The names the generated methods of *cls* read besides its fields: builtins and metakit's helpers."""
     return {n for m in METHODS for n in getattr(cls, m).__code__.co_names} - set(cls.__dataclass_fields__)
