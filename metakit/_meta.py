@@ -49,7 +49,7 @@ signal handler or a profiler may make or change a class in the same thread.
 """
 
 
-_registry: Final[dict[int, weakref.ref[type]]] = {}
+_registry: Final[dict[int, weakref.ref[Any]]] = {}
 """Every live class that ``ZeroCopyFields`` made, in the order in which they were made: a weak reference
 to each, under its own ``id``, which it leaves when its class is collected.
 
@@ -57,7 +57,7 @@ No lock: each change is one operation of the dict, which the GIL keeps whole; re
 """
 
 
-def _unregister(ref: weakref.ref[type]) -> None:
+def _unregister(ref: weakref.ref[Any]) -> None:
     _registry.pop(id(ref), None)
 
 
