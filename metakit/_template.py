@@ -68,13 +68,6 @@ if sys.version_info >= (3, 11):
     ) -> CodeType:
         """*code* under *filename*, as the method of the class *qualname*, reading *names* and *consts*."""
         qualified = f"{qualname}.{code.co_name}"
-        if (
-            code.co_filename == filename
-            and code.co_qualname == qualified
-            and code.co_names is names
-            and code.co_consts is consts
-        ):
-            return code  # a class made again, under the name it had: its code as it was (code is immutable)
         return code.replace(co_filename=filename, co_qualname=qualified, co_names=names, co_consts=consts)
 
 else:
