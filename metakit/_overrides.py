@@ -97,12 +97,12 @@ def _next_users(
             return None
         if not is_ours(namespace, name, value):
             return at
-        if name is REPLACE and owns_replace(mro[at]):
+        if name is REPLACE and _owns_replace(mro[at]):
             return None
     return None
 
 
-def owns_replace(cls: type) -> bool:
+def _owns_replace(cls: type) -> bool:
     """Whether *cls* is a dataclass that has a ``__replace__`` of its own, from 3.13 on.
 
     There Python itself puts a method of its own (``dataclasses``' generic
@@ -146,14 +146,10 @@ def placing(
         # A method that a user wrote, inherited through any base: a generated
         # method of one base does not hide a user's of another.  But where
         # ``dataclasses`` gives the class a ``__replace__`` of its own, so does metakit.
-        if not (name is REPLACE and owns_replace(cls)) and _next_users(mro, 1, name, coming_back) is not None:
+        if not (name is REPLACE and _owns_replace(cls)) and _next_users(mro, 1, name, coming_back) is not None:
             if own is not _ABSENT:  # the user's method above was put there later
                 gone.append(name)
-        elif (
-            own is _ABSENT
-            or own is _DATACLASSES_REPLACE
-            or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own))
-        ):
+        elif own is _ABSENT or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own)):
             # (A forwarder, put there by rule 2, stays: it serves the
             # instance's own class too.)
             wanted.append((name, generated))
@@ -185,7 +181,7 @@ def _forwarder(holder: type, name: str) -> Any:
     does).
     """
     caller, attribute = _SERVED[name]
-    walks = not (name is REPLACE and owns_replace(holder))
+    walks = not (name is REPLACE and _owns_replace(holder))
     dispatcher = DISPATCHERS[name]
 
     def forward(self: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -204,7 +200,7 @@ def _forwarder(holder: type, name: str) -> Any:
             if not is_ours(namespace, name, method):
                 bind = getattr(type(method), "__get__", None)  # as attribute lookup binds it
                 return (method if bind is None else bind(method, self, cls))(*args, **kwargs)
-            if name is REPLACE and owns_replace(klass):
+            if name is REPLACE and _owns_replace(klass):
                 break
         methods = getattr(cls, STATE, None)
         if type(methods) is not GeneratedMethods:
