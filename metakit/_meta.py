@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeVar
 
 from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
+from metakit._combined import PROBE, check_cooperates, cooperating, probed
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._overrides import DISOWNED, DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing
@@ -63,10 +64,7 @@ def _unregister(ref: weakref.ref[Any]) -> None:
 
 _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
 _delete: Final = type.__delattr__
-_PROBE: Final = "__metakit_probe__"
-"""Set and deleted once on the first class of a metaclass whose own ``__setattr__`` or ``__delattr__``
-stands in front of ``ZeroCopyFields``', to see that they pass changes on (``_check_cooperates``)."""
-_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", _PROBE, *METHOD_NAMES])
+_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", PROBE, *METHOD_NAMES])
 """The attribute names whose setting tells metakit something."""
 
 
@@ -92,8 +90,8 @@ class ZeroCopyFields(type):
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
         before = _changes
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
-        if mcls is not ZeroCopyFields and mcls not in _cooperating:
-            _check_cooperates(cls)
+        if mcls is not ZeroCopyFields and mcls not in cooperating:
+            check_cooperates(cls, ZeroCopyFields)
         ref = weakref.ref(cls, _unregister)
         _registry[id(ref)] = ref
         with LOCK:
@@ -111,8 +109,8 @@ class ZeroCopyFields(type):
         if name not in _WATCHED:
             super().__setattr__(name, value)
             return
-        if name == _PROBE:
-            _probed("set")
+        if name == PROBE:
+            probed("set")
             super().__setattr__(name, value)
             return
         global _changes  # noqa: PLW0603  # counted under LOCK
@@ -129,8 +127,8 @@ class ZeroCopyFields(type):
                 _settle(cls, before)
 
     def __delattr__(cls, name: str) -> None:
-        if name == _PROBE:
-            _probed("deleted")
+        if name == PROBE:
+            probed("deleted")
             super().__delattr__(name)
             return
         global _changes  # noqa: PLW0603  # counted under LOCK
@@ -149,57 +147,6 @@ class ZeroCopyFields(type):
 
 _changes = 0
 """How many changes to classes that the rules act on have begun (each counted under ``LOCK``)."""
-
-_cooperating: Final[weakref.WeakSet[type]] = weakref.WeakSet([ZeroCopyFields])
-"""The metaclasses whose ``__setattr__`` and ``__delattr__`` are known to pass changes on to ``ZeroCopyFields``'."""
-_probe: Final = threading.local()
-
-
-def _probed(what: str) -> None:
-    """Note that ``_check_cooperates``' probe reached ``ZeroCopyFields``: it was *what*."""
-    seen = getattr(_probe, "seen", None)
-    if seen is not None:
-        seen.append(what)
-
-
-def _check_cooperates(cls: type) -> None:
-    """Raise ``TypeError`` unless setting and deleting an attribute of *cls* reaches ``ZeroCopyFields``' methods.
-
-    ``dataclasses`` makes a class a dataclass by setting its attributes, and
-    a user's override may be assigned or deleted later: a metaclass whose
-    own ``__setattr__`` or ``__delattr__`` goes straight to ``type``'s would
-    hide all that, and a subclass would silently serve its base's fields.
-    """
-    mcls: type = type(cls)
-    owners = {method: next(k for k in mcls.__mro__ if method in vars(k)) for method in ("__setattr__", "__delattr__")}
-    if all(owner is ZeroCopyFields for owner in owners.values()):
-        _cooperating.add(mcls)
-        return
-    outer = getattr(_probe, "seen", None)  # a hook of the metaclass may make a class of it meanwhile
-    _probe.seen = seen = []
-    try:
-        setattr(cls, _PROBE, None)
-        delattr(cls, _PROBE)
-    except Exception as error:  # a __setattr__ that refuses names it does not know
-        seen.append(f"raised {type(error).__name__}: {str(error)[:200]}")
-    finally:
-        _probe.seen = outer
-        if _PROBE in cls.__dict__:
-            _delete(cls, _PROBE)
-    if {"set", "deleted"} <= set(seen):
-        _cooperating.add(mcls)
-        return
-    for (method, owner), word, done in zip(
-        owners.items(), ("assignments", "deletions"), ("set", "deleted"), strict=True
-    ):
-        if done not in seen:
-            happened = f" ({seen[-1]})" if seen and seen[-1].startswith("raised") else ""
-            raise TypeError(
-                f"the metaclass {mcls.__qualname__} of {cls.__qualname__}: {owner.__qualname__}.{method} does not "
-                f"pass attribute {word} on to ZeroCopyFields.{method}{happened}, which must see them to give each "
-                f"class methods for its own fields; call super().{method} there, or list ZeroCopyFields first in "
-                f"{mcls.__qualname__}'s bases"
-            )
 
 
 def _settle(cls: type, before: int) -> None:
