@@ -307,9 +307,8 @@ class BufferSpec(NamedTuple):
 class _Codec:
     """What the sender and the receiver need to know of a record class; made once per class.
 
-    It holds no reference to the class (it is cached in a weak-key
-    dictionary by the class), and resolves the annotations only when a
-    record of the class first travels.
+    It holds no reference to the class but a weak one (``lifetime``), and resolves the annotations only when a record of
+    the class first travels.
     """
 
     __slots__ = (
@@ -322,6 +321,7 @@ class _Codec:
         "fields",
         "init",
         "later",
+        "lifetime",
         "name",
         "position",
         "travelling",
@@ -348,6 +348,9 @@ class _Codec:
         self._checks: FieldChecks | None = None
         self._encoder: Encoder | bool | None = False
         self._builder: Builder | bool | None = False
+        key = id(cls)
+        self.lifetime = weakref.ref(cls, lambda _: _codecs.pop(key, None))
+        """A weak reference to the class, whose callback drops this codec from ``_codecs``."""
 
     def call(self, cls: type) -> _Call:
         """What calling *cls* requires and takes, read the first time a record of it is sent.
@@ -448,13 +451,15 @@ class _Call(NamedTuple):
     """The parameters a keyword can give; ``None`` for any (a ``**kwargs``)."""
 
 
-_codecs: weakref.WeakKeyDictionary[type, _Codec] = weakref.WeakKeyDictionary()
+_codecs: Final[dict[int, _Codec]] = {}
+"""Each record class's codec, by the class's ``id`` (never by ``==``, which a metaclass may define); an entry
+leaves when its class is collected."""
 
 
 def _codec(cls: type) -> _Codec:
-    codec = _codecs.get(cls)
+    codec = _codecs.get(id(cls))
     if codec is None:
-        codec = _codecs[cls] = _Codec(cls)
+        codec = _codecs[id(cls)] = _Codec(cls)
     return codec
 
 
@@ -1150,6 +1155,11 @@ def _table(header: bytes | bytearray | memoryview, most: int | None) -> tuple[tu
     count = buffer_count(header)
     if most is not None and count > most:
         raise WireError(f"the header lists {count} buffers, more than the {most} that can be given here")
+    return _sizes_and_lanes(header, count)
+
+
+def _sizes_and_lanes(header: bytes | bytearray | memoryview, count: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The sizes and lanes in the table of *header*, which ``buffer_count`` says lists *count* buffers."""
     values = (_TABLES.get(count) or _table_struct(count)).unpack_from(header)
     sizes, lanes = values[3 : 3 + count], values[3 + count :]
     if (lanes and max(lanes) > 1) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
@@ -1205,7 +1215,7 @@ def unpack(
     count = buffer_count(header)
     if len(buffers) != count:
         raise WireError(f"the header lists {count} buffers, but {len(buffers)} were given")
-    sizes, _ = _table(header, count)
+    sizes, _ = _sizes_and_lanes(header, count)
     sources = [
         _source(index, buffer, nbytes) for index, (buffer, nbytes) in enumerate(zip(buffers, sizes, strict=True))
     ]

@@ -23,7 +23,7 @@ import pytest
 import torch
 from engine_records import KernelWrapper, ModelInput, WrapperMetadata
 
-from metakit import OMIT, ZeroCopy, wire, zerocopy_classes
+from metakit import OMIT, ZeroCopy, ZeroCopyFields, wire, zerocopy_classes
 from metakit.examples.engine import example_records, make_flash_attention_metadata
 from metakit.wire import WireError
 
@@ -489,3 +489,33 @@ def test_a_class_its_module_holds_by_name_wins_over_an_older_one_of_that_name(
     header, buffers = wire.pack(new(3))
     got = wire.unpack(header, buffers)
     assert type(got) is new, "the class the module holds, as pickle would find it"
+
+
+class _AllEqualMeta(ZeroCopyFields):
+    """A metaclass whose classes all compare equal and hash alike: the wire must tell them apart by identity."""
+
+    def __eq__(cls, other: object) -> bool:
+        return isinstance(other, _AllEqualMeta)
+
+    def __hash__(cls) -> int:
+        return 0
+
+
+def test_classes_that_compare_equal_each_travel_with_their_own_fields() -> None:
+    @dataclass
+    class First(metaclass=_AllEqualMeta):
+        a: int
+
+    @dataclass
+    class Second(metaclass=_AllEqualMeta):
+        b: str
+        c: torch.Tensor
+
+    assert First == Second
+    first = wire.unpack(*wire.pack(First(1)))
+    second = wire.unpack(*wire.pack(Second("x", torch.arange(3))))
+    assert type(first) is First
+    assert first.a == 1
+    assert type(second) is Second
+    assert second.b == "x"
+    assert second.c.tolist() == [0, 1, 2]
