@@ -170,8 +170,11 @@ def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
         # ``@dataclass(slots=True)`` makes a new class from the old one's
         # namespace, fields included (and then sets its __qualname__).
         return True
-    if type(getattr(cls, "__dataclass_fields__", None)) is not dict:
-        return False  # nor is any class above it a dataclass, by ``dataclasses``' own test
+    for base in cls.__mro__[1:]:  # read from their dicts: a metaclass's __getattr__ runs no code here
+        if holds_fields(base.__dict__):
+            break
+    else:
+        return False
     # An undecorated subclass of a dataclass from outside metakit; or of a
     # metakit dataclass, whose fields and methods it shares unless it is
     # called otherwise than ``replace`` would call it.

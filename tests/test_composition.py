@@ -1145,3 +1145,22 @@ def test_zerocopys_own_method_ends_the_walk_as_it_would_in_python():
     assert [klass.__name__ for klass in Meta.__mro__] == ["Meta", "Counts", "ZeroCopy", "Mixin", "object"]
     assert Meta().asdict_zerocopy() == {"num_tokens": 1, "page_size": 16}
     assert Meta.__dict__["asdict_zerocopy"].__code__.co_filename.startswith("<metakit")
+
+
+def test_making_a_class_never_asks_a_metaclass_getattr() -> None:
+    # Only namespaces are read while a class is made: a combined metaclass's __getattr__ runs no code.
+    asked: list[str] = []
+
+    class Loud(ZeroCopyFields):
+        def __getattr__(cls, name: str) -> Any:
+            asked.append(name)
+            raise RuntimeError(f"asked for {name}")
+
+    class Base(metaclass=Loud):
+        pass
+
+    class Sub(Base):
+        x = 1
+
+    assert Sub.x == 1
+    assert asked == []
