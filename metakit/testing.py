@@ -635,7 +635,9 @@ class _Checker:
             forms.append(_Form(_GENERATED, "metakit.replace", lambda: replace(obj), True, True))
         owner = next((owner for owner in self.cls.__mro__ if REPLACE in owner.__dict__), None)
         if owner is not None and holds_generated(owner.__dict__, owner.__dict__[REPLACE]):
-            forms.append(_Form(_GENERATED, f"obj.{REPLACE}", getattr(obj, REPLACE), True))
+            # Looked up on the class, as ``copy.replace`` looks it up: a field may be named __replace__.
+            method = getattr(self.cls, REPLACE).__get__(obj, self.cls)
+            forms.append(_Form(_GENERATED, f"obj.{REPLACE}", method, True))
         if not forms:
             return
         try:

@@ -2011,3 +2011,10 @@ def test_a_defect_in_an_override_of_any_class_is_reported_as_the_overrides(spec,
             raise AssertionError(f"{check.__name__} passed {defect.__name__} on {spec}")
         assert message.startswith("Broken: the override Broken.asdict_zerocopy: obj.asdict_zerocopy("), message
         assert DEFECTS[defect] in message, message
+
+
+def test_a_field_named_dunder_replace_passes_as_copy_replace_sees_it():
+    # Python looks __replace__ up on the class (copy.replace does): the field's value does not hide it.
+    cls = make_dataclass("DunderField", [("__replace__", int), ("o", int, 0)], bases=(ZeroCopy,))
+    mt.assert_zerocopy_class(cls)
+    mt.assert_zerocopy(cls(1))
