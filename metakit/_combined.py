@@ -34,12 +34,9 @@ def probed(what: str) -> None:
 def check_cooperates(cls: type, zerocopy_fields: type) -> None:
     """Raise ``TypeError`` unless setting and deleting an attribute of *cls* reaches ``ZeroCopyFields``' methods.
 
-    *zerocopy_fields* is ``ZeroCopyFields``, one of the bases of the metaclass of *cls*.
-
-    ``dataclasses`` makes a class a dataclass by setting its attributes, and
-    a user's override may be assigned or deleted later: a metaclass whose
-    own ``__setattr__`` or ``__delattr__`` goes straight to ``type``'s would
-    hide all that, and a subclass would silently serve its base's fields.
+    *zerocopy_fields* is ``ZeroCopyFields``, one of the bases of the metaclass of *cls*.  A metaclass
+    whose own hook goes straight to ``type``'s would hide what ``dataclasses`` and a user's later
+    assignments set, and a subclass would silently serve its base's fields.
     """
     mcls: type = type(cls)
     owners = {method: next(k for k in mcls.__mro__ if method in vars(k)) for method in ("__setattr__", "__delattr__")}
