@@ -634,10 +634,10 @@ class _Checker:
         if callable(replace):
             forms.append(_Form(_GENERATED, "metakit.replace", lambda: replace(obj), True, True))
         owner = next((owner for owner in self.cls.__mro__ if REPLACE in owner.__dict__), None)
-        if owner is not None and holds_generated(owner.__dict__, owner.__dict__[REPLACE]):
-            # Looked up on the class, as ``copy.replace`` looks it up: a field may be named __replace__.
-            method = getattr(self.cls, REPLACE).__get__(obj, self.cls)
-            forms.append(_Form(_GENERATED, f"obj.{REPLACE}", method, True))
+        generated: Any = None if owner is None else owner.__dict__[REPLACE]
+        if owner is not None and holds_generated(owner.__dict__, generated):
+            # Bound from the class, as ``copy.replace`` finds it: a field may be named __replace__.
+            forms.append(_Form(_GENERATED, f"obj.{REPLACE}", generated.__get__(obj, self.cls), True))
         if not forms:
             return
         try:

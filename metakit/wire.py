@@ -307,8 +307,8 @@ class BufferSpec(NamedTuple):
 class _Codec:
     """What the sender and the receiver need to know of a record class; made once per class.
 
-    It holds no reference to the class but a weak one (``lifetime``), and resolves the annotations only when a record of
-    the class first travels.
+    It holds no reference to the class but a weak one (``lifetime``), and
+    resolves the annotations only when a record of the class first travels.
     """
 
     __slots__ = (
