@@ -13,9 +13,12 @@ other class takes its instances (which travel only pickled).  ``Any``,
 ``object``, a ``Protocol``, a ``TypeVar`` and a ``Callable`` accept any value
 that can travel.
 
-As in typing, a ``bool`` is an ``int`` and an ``int`` is a ``float``; and a
-field whose default is ``None`` accepts ``None`` (``x: torch.Tensor = None``,
-an implicit ``Optional`` as engines write it).
+As in typing, a ``bool`` is an ``int``, an ``int`` is a ``float``, and a
+subclass's value is its base's (an ``IntEnum`` is an ``int``, a
+``defaultdict`` a ``dict``): a check says whether a value matches its
+annotation, and the sender then refuses, or pickles with the opt-in, one
+that is not plain data.  A field whose default is ``None`` accepts ``None``
+(``x: torch.Tensor = None``, an implicit ``Optional`` as engines write it).
 
 A check is a predicate, ``check(value) -> bool``, so that a value that
 matches costs one call; only when it fails does ``mismatch`` walk the value
@@ -76,7 +79,8 @@ class _Mismatch(NamedTuple):
 
 
 def _type_name(value: object) -> str:
-    return type(value).__qualname__
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _leaf(
@@ -93,7 +97,8 @@ _MSGPACK: Final = {type(None), bool, int, float, str, bytes}
 
 
 def _exact(name: str, *kinds: type) -> _Spec:
-    check = (lambda value: type(value) is kinds[0]) if len(kinds) == 1 else (lambda value: type(value) in kinds)
+    """A scalar annotation: what msgpack carries exactly is *kinds*; a subclass's value matches too (see above)."""
+    check = (lambda value: value is None) if kinds == (type(None),) else (lambda value: isinstance(value, kinds))
     leaf = _leaf(name, check, frozenset(kinds))
     if not _MSGPACK.issuperset(kinds):
         return leaf
@@ -172,15 +177,17 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
     item_check, kinds = item.check, item.kinds
 
     def each(value: object) -> bool:
-        return type(value) in container and all(map(item_check, value))  # type: ignore[call-overload]
+        return isinstance(value, container) and all(map(item_check, value))  # type: ignore[call-overload]
 
     def of_kinds(value: object) -> bool:  # list[int], the usual list: the items' types gathered in C
-        return type(value) in container and kinds.issuperset(map(type, value))  # type: ignore[call-overload]
+        return isinstance(value, container) and (
+            kinds.issuperset(map(type, value)) or all(map(item_check, value))  # type: ignore[call-overload]
+        )
 
     check = of_kinds if kinds else each
 
     def explain(value: object, path: str) -> _Mismatch | None:
-        if type(value) not in container:
+        if not isinstance(value, container):
             return _Mismatch(name, path, value)
         for index, one in enumerate(cast("list[object]", value)):  # a list or a tuple: checked above
             found = item.explain(one, f"{path}[{index}]")
@@ -192,19 +199,20 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
     return _Spec(check, name, explain, lists=kinds if list in container else frozenset(), exact=exact)
 
 
-def _fixed_tuple(items: list[_Spec], name: str) -> _Spec:
+def _fixed_tuple(items: list[_Spec]) -> _Spec:
     checks = tuple(item.check for item in items)
+    name = f"tuple of {len(checks)}"
 
     def check(value: object) -> bool:
         return (
-            type(value) is tuple
+            isinstance(value, tuple)
             and len(value) == len(checks)
             and all(one(part) for one, part in zip(checks, value, strict=True))
         )
 
     def explain(value: object, path: str) -> _Mismatch | None:
-        if type(value) is not tuple or len(value) != len(checks):
-            return _Mismatch(f"{name} of {len(checks)}", path, value)
+        if not isinstance(value, tuple) or len(value) != len(checks):
+            return _Mismatch(name, path, value)
         for index, (item, part) in enumerate(zip(items, value, strict=True)):
             found = item.explain(part, f"{path}[{index}]")
             if found is not None:
@@ -218,10 +226,10 @@ def _mapping(key: _Spec, value_spec: _Spec, name: str) -> _Spec:
     key_check, value_check = key.check, value_spec.check
 
     def check(value: object) -> bool:
-        return type(value) is dict and all(key_check(k) and value_check(v) for k, v in value.items())
+        return isinstance(value, dict) and all(key_check(k) and value_check(v) for k, v in value.items())
 
     def explain(value: object, path: str) -> _Mismatch | None:
-        if type(value) is not dict:
+        if not isinstance(value, dict):
             return _Mismatch(name, path, value)
         for k, v in value.items():
             found = key.explain(k, f"{path}.keys()") or value_spec.explain(v, f"{path}[{k!r}]")
@@ -382,10 +390,10 @@ class _Reading:
             if annotation is typing.Tuple or (origin is None and not arguments):  # noqa: UP006
                 return _items((tuple,), _ANY_SPEC, "tuple")
             if not arguments or arguments == ((),):  # tuple[()]: 3.11 on, and 3.10
-                return _fixed_tuple([], "tuple")
+                return _fixed_tuple([])
             if len(arguments) == 2 and arguments[1] is Ellipsis:
                 return _items((tuple,), item_of(arguments[0]), "tuple")
-            return _fixed_tuple([item_of(argument) for argument in arguments], "tuple")
+            return _fixed_tuple([item_of(argument) for argument in arguments])
         if origin in _DICTS or annotation in _DICTS or annotation is typing.Dict:  # noqa: UP006
             key, value = (
                 (item_of(arguments[0]), item_of(arguments[1])) if len(arguments) == 2 else (_ANY_SPEC, _ANY_SPEC)
@@ -654,8 +662,6 @@ def mismatch_at(checks: FieldChecks, name: str, value: object) -> tuple[str, str
     spec = checks.specs[name]
     found = spec.explain(value, f"$.{name}") or _Mismatch(spec.name, f"$.{name}", value)
     message = f"Expected `{found.expected}`, got `{_type_name(found.got)}` - at `{found.path}`"
-    plain = next((kind for kind in type(found.got).__mro__ if kind in _MSGPACK), None)
-    if plain is not None and type(found.got) is not plain:
-        # An IntEnum or a str subclass: plain data is the value itself, as msgspec would decode it.
-        message += f" (a subclass of {plain.__name__}, which is not plain data: send {plain.__name__}(value))"
+    if type(found.got).__module__ == "numpy" and getattr(found.got, "ndim", None) == 0:
+        message += " (a numpy scalar: send value.item(), its Python value)"
     return message, found.path

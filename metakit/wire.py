@@ -643,6 +643,10 @@ _SCALARS: Final = _PLAIN - {int}
 
 _INTS: Final = frozenset({int, bool})
 
+_PLAIN_BASES: Final = (int, float, str, bytes, list, tuple, dict)
+"""The plain types whose subclasses' values (an ``IntEnum``, a ``defaultdict``) match their annotations, but are
+not plain data: converted to their base, they are."""
+
 
 class _TooDeep(_Refused):
     """A value nested more than ``MAX_DEPTH`` levels deep: said once, with no path (it would be as deep)."""
@@ -864,10 +868,12 @@ class _Packer:
             return msgspec.msgpack.Ext(_RECORD, body)
         if self.allow_pickle:
             return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+        plain = next((base.__name__ for base in kind.__mro__ if base in _PLAIN_BASES), None)
         raise _Refused(
             f"a value of type {kind.__module__}.{kind.__qualname__} is not plain data (None, bool, int, float, "
             "str, bytes, lists, tuples and dicts of them, tensors, torch.dtype, torch.device, records); "
-            "send it pickled with allow_pickle=True on both sides if the peers trust each other, or leave it "
+            + (f"send {plain}(value), or " if plain else "")
+            + "send it pickled with allow_pickle=True on both sides if the peers trust each other, or leave it "
             "out with skip_fields, an asdict_zerocopy() override or __getstate__"
         )
 

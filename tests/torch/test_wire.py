@@ -8,8 +8,11 @@ V1 style common attention metadata holding tensors and their CPU twins.
 
 from __future__ import annotations
 
+import collections
+import enum
 import gc
 import multiprocessing
+import re
 import sys
 import threading
 import traceback
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Dict, List, Optional  # noqa: UP035  # vLLM V0's spelling, on purpose
 
+import numpy as np
 import pytest
 import torch
 from engine_records import KernelWrapper, ModelInput, WrapperMetadata
@@ -203,7 +207,8 @@ def test_a_record_inside_a_field_that_cannot_travel_names_the_outer_field() -> N
     inner = WrapperMetadata(1, torch.arange(2), prefill_wrapper=KernelWrapper())
     inner.page_size = threading.Lock()  # type: ignore[assignment]  # travels, and cannot be pickled
     with pytest.raises(
-        TypeError, match=r"^Bag cannot be sent: Expected `int`, got `lock` - at `\$.values\['inner'\].page_size`$"
+        TypeError,
+        match=r"^Bag cannot be sent: Expected `int`, got `_thread.lock` - at `\$.values\['inner'\].page_size`$",
     ):
         wire.pack(Bag({"inner": inner}))
 
@@ -304,6 +309,70 @@ def test_a_value_that_cannot_be_sent_names_its_field(value: object, reason: str)
         TypeError, match=rf"field 'values' of Bag cannot be sent \(\$\.values\['bad'\]\[0\]\): .*({reason})"
     ):
         wire.pack(Bag({"ok": 1, "bad": [value]}))
+
+
+class _Kind(enum.IntEnum):
+    PREFILL = 1
+
+
+@dataclass
+class Typed(ZeroCopy):
+    """Fields whose annotations a subclass of a plain type matches, as typing has it."""
+
+    step: int = 0
+    scale: float = 1.0
+    shape: tuple[int, ...] = ()
+    counts: dict[str, int] | None = None
+    lens: list[int] = field(default_factory=list)
+    pair: tuple[int, int] | None = None
+    cascade: bool = False
+
+
+@pytest.mark.parametrize(
+    ("changes", "plain"),
+    [
+        ({"step": _Kind.PREFILL}, "int"),
+        ({"scale": np.float64(0.5)}, "float"),
+        ({"shape": torch.Size([2, 3])}, "tuple"),
+        ({"counts": collections.defaultdict(int, a=1)}, "dict"),
+        ({"lens": [1, _Kind.PREFILL]}, "int"),
+    ],
+    ids=["IntEnum", "numpy.float64", "torch.Size", "defaultdict", "an IntEnum in a list"],
+)
+def test_a_value_of_a_subclass_of_a_plain_type_travels_only_pickled(changes: dict[str, Any], plain: str) -> None:
+    # Issue: "Any other value is refused on the sender with a TypeError naming the field and its type, and
+    # saying how to opt in."  It matches its annotation, as typing has it, so the opt-in sends it.
+    record = Typed(**changes)
+    (name,) = changes
+    with pytest.raises(
+        TypeError, match=rf"^field '{name}' of Typed .* not plain data .*send {plain}\(value\), or .*allow_pickle=True"
+    ):
+        wire.pack(record)
+    header, buffers = wire.pack(record, allow_pickle=True)
+    with pytest.raises(WireError, match="does not read pickles"):
+        wire.unpack(header, buffers)
+    got = wire.unpack(header, buffers, allow_pickle=True)
+    assert type(getattr(got, name)) is type(changes[name])
+    assert getattr(got, name) == changes[name]
+    assert [type(item) for item in got.lens] == [type(item) for item in record.lens]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"step": np.int32(3)}, "Expected `int`, got `numpy.int32` - at `$.step` (a numpy scalar: send value.item()"),
+        ({"cascade": np.bool_(True)}, "Expected `bool`, got `numpy.bool` - at `$.cascade` (a numpy scalar"),
+        ({"pair": (1, 2, 3)}, "Expected `tuple of 2 | None`, got `tuple` - at `$.pair`"),
+    ],
+    ids=["numpy.int32", "numpy.bool", "a tuple of 3"],
+)
+def test_a_value_its_annotation_does_not_take_is_refused_even_with_the_opt_in(
+    changes: dict[str, Any], message: str
+) -> None:
+    # vLLM's cascade attention computes its prefix length with numpy: an int32, and a numpy bool from it.
+    for allow_pickle in (False, True):
+        with pytest.raises(TypeError, match=re.escape(f"Typed cannot be sent: {message}")):
+            wire.pack(Typed(**changes), allow_pickle=allow_pickle)
 
 
 def test_records_of_other_classes_are_refused() -> None:

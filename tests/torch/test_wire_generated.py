@@ -214,8 +214,8 @@ def test_the_typed_way_and_the_general_way_take_and_refuse_the_same_values(data:
     [
         (0, msgspec.msgpack.Ext(2, msgspec.msgpack.encode([1, 2])), "Expected `int`, got `tuple` - at `$.count`"),
         (5, msgspec.msgpack.Ext(2, msgspec.msgpack.encode([1])), "Expected `list | None`, got `tuple` - at `$.lens`"),
-        (5, [1, msgspec.msgpack.Ext(4, b"float32")], "Expected `int`, got `dtype` - at `$.lens[1]`"),
-        (3, msgspec.msgpack.Ext(5, b"cpu"), "Expected `str`, got `device` - at `$.name`"),
+        (5, [1, msgspec.msgpack.Ext(4, b"float32")], "Expected `int`, got `torch.dtype` - at `$.lens[1]`"),
+        (3, msgspec.msgpack.Ext(5, b"cpu"), "Expected `str`, got `torch.device` - at `$.name`"),
     ],
 )
 def test_an_extension_where_a_plain_value_belongs_is_named_as_the_general_way_names_it(

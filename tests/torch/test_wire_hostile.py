@@ -11,7 +11,6 @@ rank 0 that writes frames by hand and a rank 1 watched by an audit hook.
 from __future__ import annotations
 
 import datetime
-import enum
 import math
 import pickle
 import re
@@ -1325,14 +1324,3 @@ def test_a_class_name_from_the_peer_is_quoted_without_control_characters() -> No
     error = _refused(header, buffers, "no dataclass made by ZeroCopyFields")
     assert str(error).isprintable()
     assert "no\\x1b[31mmodule\\x00.Step" in str(error)
-
-
-class _Kind(enum.IntEnum):
-    PREFILL = 1
-
-
-def test_a_subclass_of_a_scalar_type_is_refused_with_a_hint() -> None:
-    record = _step()
-    record.num_tokens = _Kind.PREFILL
-    with pytest.raises(TypeError, match=r"got `_Kind` - at `\$\.num_tokens` \(a subclass of int, .*int\(value\)\)"):
-        wire.pack(record)
