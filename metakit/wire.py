@@ -1364,7 +1364,9 @@ class _Reader:
             finally:
                 self.nesting -= 1
         if code == _RECORD_AGAIN:
-            number = _NUMBER.unpack(data)[0] if len(data) == _NUMBER.size else len(self.records)
+            if len(data) != _NUMBER.size:
+                raise WireError(f"a record is said to arrive again, but its number is not 4 bytes long ({len(data)})")
+            number = _NUMBER.unpack(data)[0]
             if number >= len(self.records):
                 raise WireError(f"a record is said to be record {number} again, which did not arrive before it")
             return self.records[number]
@@ -1610,10 +1612,13 @@ class _Reader:
     def general_record(self, cls: type, codec: _Codec, names: tuple[str, ...], raw: msgspec.Raw, where: str) -> object:
         """Rebuild a record of *cls* whose fields *names* travel, each value checked and set one by one."""
         qualname = cls.__qualname__
+        before = self.mark()
         try:
             values = _one_per_name(self.decode(raw), names, cls, where)
         except _Mismatched as error:
             raise _inside(error, raw, names, cls) from None
+        except WireError as error:
+            raise self.locate(error, before, raw, names, cls) from None
         for field_name, value in zip(names, values, strict=True):
             _field(cls, field_name, value)
         arguments = dict(zip(names, values, strict=True))
@@ -1646,8 +1651,8 @@ class _Reader:
             return self.general_record(cls, _codec(cls), builder.names, raw, where)  # if typed reading was stricter
         except _Mismatched as error:
             raise _inside(error, raw, builder.names, cls) from None
-        except WireError:
-            raise
+        except WireError as error:
+            raise self.locate(error, before, raw, builder.names, cls) from None
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
             raise WireError(f"the header cannot be read: {_first_line(error)}") from None
         try:
@@ -1672,7 +1677,35 @@ class _Reader:
         unchecked = {checked.position for checked in builder.checked}
         for position, (name, item) in enumerate(zip(builder.names, values, strict=True)):
             if position not in unchecked:
-                _field(cls, name, self.decode(item))
+                try:
+                    value = self.decode(item)
+                except _Mismatched:
+                    raise
+                except WireError as error:
+                    raise _Mismatched.at(cls, name, error) from None
+                _field(cls, name, value)
+
+    def locate(
+        self, error: WireError, mark: tuple[int, list[int], int], raw: msgspec.Raw, names: tuple[str, ...], cls: type
+    ) -> WireError:
+        """*error*, raised while the values *raw* of a *cls* record were read, as the error of the field that raised it.
+
+        Reading stands at *mark* again, and each value is read on its own
+        until one raises: the same error, now named by its field.
+        """
+        self.rewind(mark)
+        try:
+            items = _ITEMS.decode(raw)
+        except Exception:  # not an array of values: no field to name
+            return error
+        for name, item in zip(names, items, strict=False):
+            try:
+                self.decode(item)
+            except _Mismatched:
+                return error
+            except WireError as again:
+                return _Mismatched.at(cls, name, again)
+        return error
 
     def mark(self) -> tuple[int, list[int], int]:
         """Where reading stands: the tensors and records read so far, and where each buffer's bytes are taken to."""
@@ -1709,7 +1742,7 @@ def _one_per_name(values: object, names: tuple[str, ...], cls: type, where: str)
 
 
 class _Mismatched(WireError):
-    """A field value that is not plain data, or does not match the field's annotation.
+    """A field value that is not plain data, does not match the field's annotation, or cannot be read.
 
     Its *reason* names the value's *path* in the record of class *qualname*
     (``$.name``).  A record inside another one's value sets *body*, its
@@ -1722,6 +1755,12 @@ class _Mismatched(WireError):
         self.reason = reason
         self.path = path
         self.body: bytes | None = None
+
+    @classmethod
+    def at(cls, record: type, name: str, error: WireError) -> _Mismatched:
+        """*error*, raised while the value of the field *name* of a *record* was read, naming that field."""
+        path = f"$.{name}"
+        return cls(record.__qualname__, f"{error} - at `{path}`", path)
 
     def within(self, qualname: str, place: str) -> _Mismatched:
         """This error as the record of class *qualname* tells it: the value lies at *place* (``$.inner``) there."""

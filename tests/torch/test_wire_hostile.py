@@ -407,16 +407,33 @@ def test_a_dict_key_that_is_not_a_str_or_an_int_is_refused(key: object) -> None:
         (msgspec.msgpack.Ext(_TUPLE, b"\x01"), "a tuple arrived that is not an array"),
         (msgspec.msgpack.Ext(_RECORD, b"\x93\x01\x02\x03"), "not \\[class, digest, names, values\\]"),
         (msgspec.msgpack.Ext(_RECORD_AGAIN, b"\x00\x00\x00\x00"), "did not arrive before it"),
+        (msgspec.msgpack.Ext(_RECORD_AGAIN, b"\x00"), "its number is not 4 bytes long \\(1\\)"),
     ],
 )
-def test_a_malformed_extension_is_refused(extension: msgspec.msgpack.Ext, match: str) -> None:
+def test_a_malformed_extension_is_refused_naming_its_field(extension: msgspec.msgpack.Ext, match: str) -> None:
     position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
 
     def edit(body: list[Any]) -> None:
         body[3][position] = [extension]
 
     header, buffers = _edited(_step(), edit)
-    _refused(header, buffers, match)
+    error = _refused(header, buffers, match)
+    assert str(error).startswith("Step: ")
+    assert str(error).endswith(" - at `$.unresolved`")
+
+
+def test_a_malformed_extension_inside_a_record_is_named_by_its_path_from_the_record_sent() -> None:
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("data_type")
+
+    def edit(body: list[Any]) -> None:
+        inner = msgspec.msgpack.decode(body[3][0].data, ext_hook=msgspec.msgpack.Ext)
+        inner[3][position] = msgspec.msgpack.Ext(_DTYPE, b"float8_from_a_newer_torch")
+        body[3][0] = msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode(inner))
+
+    header, buffers = _edited(Outer(_step(), "outer"), edit)
+    _refused(
+        header, buffers, r"^Outer: a torch.dtype arrived that this torch does not have: .* - at `\$\.inner\.data_type`$"
+    )
 
 
 def test_deep_nesting_is_refused_not_a_crash() -> None:
@@ -841,9 +858,12 @@ _COMPLEX32 = 10
         (_tensor_ext(_FLOAT32, 0, 1, 0, 999, [0], [1]), "no elements"),
     ],
 )
-def test_a_tensor_spec_that_a_sender_never_writes_is_refused(extension: msgspec.msgpack.Ext, match: str) -> None:
+def test_a_tensor_spec_that_a_sender_never_writes_is_refused_naming_its_field(
+    extension: msgspec.msgpack.Ext, match: str
+) -> None:
+    # Issue: "A violation is a WireError naming the field."
     header, buffers = _with_tensor(extension)
-    _refused(header, buffers, match)
+    assert str(_refused(header, buffers, match)).endswith(" - at `$.slot_mapping`")
 
 
 def test_a_small_tensor_in_a_buffer_of_its_own_is_refused() -> None:
