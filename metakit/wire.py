@@ -509,6 +509,14 @@ def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str
         state = _state_dict(cls, getstate(obj))
         chosen = {name: state[name] for name in chosen if name in state}
     missing = codec.call(cls).requires.difference(chosen)
+    strangers = sorted(missing.difference(codec.fields))
+    if strangers:
+        raise TypeError(
+            f"{cls.__qualname__}.__init__ requires {', '.join(map(repr, strangers))}, which "
+            f"{'is not a field' if len(strangers) == 1 else 'are not fields'}: the receiver calls __init__ with "
+            "the fields that travel, by keyword; give the parameters defaults, or the class an __init__ that takes "
+            "its fields"
+        )
     if missing:
         raise TypeError(
             f"{cls.__qualname__}.__init__ requires {', '.join(sorted(map(repr, missing)))}, which would not travel "

@@ -238,6 +238,26 @@ def test_a_required_field_that_would_not_travel_is_refused() -> None:
         wire.pack(Derived([1]), skip_fields={"lens"})
 
 
+@dataclass(init=False)
+class CopiedFrom(ZeroCopy):
+    """vLLM's shape of a metadata class made from another: its ``__init__`` takes objects, not its fields."""
+
+    slot_mapping: torch.Tensor
+    logits_indices: torch.Tensor
+
+    def __init__(self, metadata: Any, common: Any) -> None:
+        self.slot_mapping = metadata.slot_mapping
+        self.logits_indices = common.logits_indices
+
+
+def test_an_init_that_requires_parameters_that_are_not_fields_is_refused_saying_so() -> None:
+    source = types.SimpleNamespace(slot_mapping=torch.arange(3), logits_indices=torch.arange(2))
+    with pytest.raises(
+        TypeError, match=r"CopiedFrom.__init__ requires 'common', 'metadata', which are not fields: .*give the param"
+    ):
+        wire.pack(CopiedFrom(source, source))
+
+
 def test_cpu_twins_and_views_arrive_with_their_values() -> None:
     record = _common()
     got = _roundtrip(record)
