@@ -78,13 +78,21 @@ __all__ = ["DEFAULT_MAX_BYTES", "BroadcastError", "broadcast_metadata"]
 
 _T = TypeVar("_T")
 
-_PREFIX: Final = struct.Struct("<HHIQ")
-"""What opens every frame, in every version: status, unused, header bytes, message bytes.
+_PREFIX: Final = struct.Struct("<HHIQ8s8s")
+"""What opens every frame: status, layout, header bytes, message bytes, and the last bytes of the frame and
+of the rest of the message (see ``_tail``).
 
-The message is the prefix, the header and the shared buffer of lane 0, each
-part at an aligned offset.  Its layout never changes, so that a rank of
-another version still finishes the collective before it says so.
+The message is the prefix, the header, the last bytes of each buffer after
+the first (``_TAIL`` each), and the shared buffer of lane 0, at an aligned
+offset.
 """
+
+_LAYOUT: Final = 1
+"""The frame's layout, the prefix's second field: a receiver refuses any other."""
+
+_TAIL: Final = 8
+"""How many of the last bytes of the frame, of the rest of the message and of each buffer the message holds,
+and a receiver checks on the CPU: each is set to random ones before it arrives (see ``_mark``)."""
 
 _OK: Final = 0
 _SOURCE_FAILED: Final = 1
@@ -106,9 +114,6 @@ _ERROR_TEXT: Final = 4000
 
 _RECYCLED: Final = 64 << 10
 """Receive buffers on the CPU of this many bytes or more are reused once free (see ``_Recycler``)."""
-
-_MARK: Final = 8
-"""How many bytes at the end of a CPU receive buffer are marked before its broadcast (see ``_mark``)."""
 
 
 class BroadcastError(WireError):
@@ -314,6 +319,11 @@ class _Route:
             wanted = -(-(peak + peak // 8) // _SMALLEST_FRAME) * _SMALLEST_FRAME
             self.frame_nbytes = min(max(wanted, _SMALLEST_FRAME), _LARGEST_FRAME)
 
+    def frame(self, max_bytes: int) -> int:
+        """The size of the next frame: the one the ranks follow, within *max_bytes* (which every rank is given
+        the same) but for the smallest frame."""
+        return max(min(self.frame_nbytes, max_bytes // _SMALLEST_FRAME * _SMALLEST_FRAME), _SMALLEST_FRAME)
+
 
 def _use_count(buffer: torch.Tensor) -> int:
     """How many tensors share *buffer*'s storage, by torch's own count; -1 if this torch cannot say."""
@@ -413,7 +423,8 @@ def _send(
         if obj is None:
             raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
         outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle=pickling)
-        total = _aligned(_PREFIX.size + len(outgoing.header)) + sum(outgoing.pool_nbytes)
+        buffers = len(outgoing.pool_nbytes) - 1 + len(outgoing.own)
+        total = _aligned(_PREFIX.size + len(outgoing.header) + _TAIL * buffers) + sum(outgoing.pool_nbytes)
         total += sum(own.nbytes for own in outgoing.own)
         if total > max_bytes:
             raise ValueError(
@@ -428,14 +439,18 @@ def _send(
         ]
     except BaseException as error:  # even Ctrl-C: the receivers must hear of it, or take the next record for this one
         text = describe(error).encode(errors="replace")[:_ERROR_TEXT]
-        for work in _send_message(route, _SOURCE_FAILED, text, 0, ()):
+        for work in _send_message(route, _SOURCE_FAILED, text, 0, (), [], max_bytes):
             work.wait()
         raise
-    works = _send_message(route, _OK, outgoing.header, outgoing.pool_nbytes[0], outgoing.pools[0])
-    group_src = route.rank
+    device_pool = None
     if len(outgoing.pools) > 1 and outgoing.pool_nbytes[1]:
         device_pool = torch.empty(outgoing.pool_nbytes[1], dtype=torch.uint8, device=route.lane_devices[1])
         fill(device_pool, outgoing.pools[1])
+    # The last bytes of each buffer after the first, as the table lists them: lane 1's pool, then the large ones.
+    tails = [*([_tail(device_pool)] if len(outgoing.pools) > 1 else []), *(_tail(span) for span, _ in own)]
+    works = _send_message(route, _OK, outgoing.header, outgoing.pool_nbytes[0], outgoing.pools[0], tails, max_bytes)
+    group_src = route.rank
+    if device_pool is not None:
         works.append(dist.broadcast(device_pool, group=route.lane_groups[1], group_src=group_src, async_op=True))
     for span, lane in own:
         group = route.lane_groups[lane]
@@ -449,19 +464,33 @@ def _src_in(route: _Route, lane: int, group_src: int) -> int:
     return route.header_src[group_src] if lane == 0 else group_src
 
 
-def _send_message(
-    route: _Route, status: int, header: bytes, pool_nbytes: int, placements: Iterable[Placement]
+def _send_message(  # noqa: PLR0917  # the parts of a message, in its order
+    route: _Route,
+    status: int,
+    header: bytes,
+    pool_nbytes: int,
+    placements: Iterable[Placement],
+    tails: list[bytes],
+    max_bytes: int,
 ) -> list[dist.Work]:
-    """Issue the frame (and the rest of the message if it overflows); the works to wait for."""
-    pool_offset = _aligned(_PREFIX.size + len(header))
+    """Issue the frame (and the rest of the message if it overflows); the works to wait for.
+
+    *tails* are the last bytes of each buffer sent after the message, which
+    a receiver checks: a source's short send leaves its random ones there.
+    """
+    tails_offset = _PREFIX.size + len(header)
+    pool_offset = _aligned(tails_offset + _TAIL * len(tails))
     message_nbytes = pool_offset + pool_nbytes
-    frame_nbytes = route.frame_nbytes
+    frame_nbytes = route.frame(max_bytes)
     message = route.message_buffer(max(message_nbytes, frame_nbytes))
     base = message.data_ptr()
-    ctypes.memmove(base, _PREFIX.pack(status, 0, len(header), message_nbytes), _PREFIX.size)
     ctypes.memmove(base + _PREFIX.size, header, len(header))
+    ctypes.memmove(base + tails_offset, b"".join(tails), _TAIL * len(tails))
     if pool_nbytes:
         fill(message[pool_offset:message_nbytes], placements)
+    rest = message[frame_nbytes:message_nbytes]
+    prefix = _PREFIX.pack(status, _LAYOUT, len(header), message_nbytes, _tail(message[:frame_nbytes]), _tail(rest))
+    ctypes.memmove(base, prefix, _PREFIX.size)
     if route.header_device.type != "cpu":
         message = message.to(route.header_device)
     src = route.header_src[route.rank]
@@ -484,16 +513,18 @@ def _receive(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: i
 
 
 def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: int) -> object:
-    frame_nbytes = route.frame_nbytes
+    frame_nbytes = route.frame(max_bytes)
     src = route.header_src[source]
     group = route.lane_groups[0]
     frame = route.recycler.take(frame_nbytes, route.header_device)
-    mark = _mark(frame)
+    marked = _mark(frame)
     dist.broadcast(frame, group=group, group_src=src)
-    _check_filled(frame, mark, "the frame")
     host = frame if frame.device.type == "cpu" else frame.cpu()
     # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
-    status, _, header_nbytes, message_nbytes = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
+    status, layout, header_nbytes, message_nbytes, frame_tail, rest_tail = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
+    _check_whole(frame, marked, frame_tail, "the frame")
+    if layout != _LAYOUT:
+        raise _refused(f"a frame of layout {layout} arrived, and this metakit reads layout {_LAYOUT}")
     # The source's error fits in the frame, and is read whatever max_bytes says.
     most = max(max_bytes, frame_nbytes) if status == _SOURCE_FAILED else max_bytes
     if status not in (_OK, _SOURCE_FAILED) or not _PREFIX.size + header_nbytes <= message_nbytes <= most:
@@ -505,9 +536,9 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     if message_nbytes > frame_nbytes:
         message = route.recycler.take(message_nbytes, route.header_device)
         message[:frame_nbytes].copy_(frame)
-        mark = _mark(message[frame_nbytes:])
+        marked = _mark(message[frame_nbytes:])
         dist.broadcast(message[frame_nbytes:], group=group, group_src=src)
-        _check_filled(message[frame_nbytes:], mark, "the rest of the message")
+        _check_whole(message[frame_nbytes:], marked, rest_tail, "the rest of the message")
         host = message if message.device.type == "cpu" else message.cpu()
     route.saw(message_nbytes)
     header = _read(host, _PREFIX.size, header_nbytes)
@@ -520,10 +551,12 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
         table = buffer_table(header, 2 + (max_bytes - message_nbytes) // PACK_OWN_BUFFER)
     except WireError as error:
         raise _refused(str(error)) from None
-    pool_offset = _aligned(_PREFIX.size + header_nbytes)
+    tails_offset = _PREFIX.size + header_nbytes
+    pool_offset = _aligned(tails_offset + _TAIL * (len(table) - 1))
     problem = _table_problem(table, route, message_nbytes - pool_offset, max_bytes - message_nbytes)
     if problem:
         raise _refused(problem)
+    tails = bytes(_read(host, tails_offset, _TAIL * (len(table) - 1)))
     received = [route.recycler.take(spec.nbytes, route.lane_devices[spec.lane]) for spec in table[1:]]
     marks = [_mark(buffer) for buffer in received]
     works = [_receive_buffer(route, spec, source, buffer) for spec, buffer in zip(table[1:], received, strict=True)]
@@ -531,8 +564,8 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
         if work is not None:
             work.wait()
     # This rank has done its part: what goes wrong from here on concerns it alone.
-    for index, (buffer, mark) in enumerate(zip(received, marks, strict=True), start=1):
-        _check_filled(buffer, mark, f"buffer {index}")
+    for index, (buffer, marked) in enumerate(zip(received, marks, strict=True), start=1):
+        _check_whole(buffer, marked, tails[_TAIL * (index - 1) : _TAIL * index], f"buffer {index}")
     allowed = allowed_globals(allow_pickle)  # this rank's own argument: a TypeError, not the peer's fault
     try:
         return unpack_tensors(header, [host[pool_offset : pool_offset + table[0].nbytes], *received], allowed)
@@ -542,30 +575,48 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
         raise _refused(describe(error)) from error
 
 
-def _mark(buffer: torch.Tensor) -> bytes | None:
-    """Set the last bytes of the CPU *buffer*, about to receive a broadcast, to random ones; return them.
+def _tail(buffer: torch.Tensor | None) -> bytes:
+    """The last bytes of *buffer* (``_TAIL``, or all of a shorter one, then zeros), as a receiver checks them.
+
+    Zeros for a buffer on a GPU, whose end no receiver checks (nccl takes no short sends).
+    """
+    if buffer is None or buffer.device.type != "cpu":
+        return bytes(_TAIL)
+    count = min(_TAIL, buffer.numel())
+    return bytes(_read(buffer, buffer.numel() - count, count)).ljust(_TAIL, b"\0")
+
+
+def _mark(buffer: torch.Tensor) -> bool:
+    """Set the last bytes of the CPU *buffer*, about to receive a broadcast, to random ones; whether it did.
 
     gloo lets a source send fewer bytes than a receiver posted, and says
     nothing: the rest of the buffer would keep what it held (a previous
-    record's bytes, or memory never written).  A sender's bytes that reach
-    the end overwrite the mark; ``_check_filled`` refuses a buffer whose
-    mark is still whole.  One that stops within the mark leaves only random
-    bytes.  ``None`` for a buffer on a GPU (nccl takes no short sends) or empty.
+    record's bytes, or memory never written).  Worse, where gloo relays the
+    broadcast through other ranks, one of them passes on the whole buffer
+    it posted, its own memory and random bytes included.  So the source
+    tells, in the message, what the last bytes of each buffer are, and a
+    receiver refuses a buffer that ends otherwise (``_check_whole``): a
+    short send leaves this rank's or a relay's random bytes there, which
+    the source cannot know.  Not on a GPU (nccl takes no short sends), nor
+    for an empty buffer.
     """
     if buffer.device.type != "cpu" or not buffer.numel():
-        return None
-    mark = secrets.token_bytes(min(_MARK, buffer.numel()))
+        return False
+    mark = secrets.token_bytes(min(_TAIL, buffer.numel()))
     buffer[-len(mark) :].copy_(torch.frombuffer(bytearray(mark), dtype=torch.uint8))
-    return mark
+    return True
 
 
-def _check_filled(buffer: torch.Tensor, mark: bytes | None, what: str) -> None:
-    """Refuse *buffer* if its *mark* survived its broadcast: the source sent fewer bytes than it holds.
+def _check_whole(buffer: torch.Tensor, marked: bool, tail: bytes, what: str) -> None:
+    """Refuse the *marked* *buffer* unless it ends in *tail*, as the source said: it did not arrive whole.
 
-    (A sender whose last bytes are the mark's is refused too, by a chance of one in 2^64.)
+    (A short send that leaves bytes that *tail* holds gets through by a chance of one in 2^64; one that stops
+    within the last bytes leaves only random ones.)
     """
-    if mark is not None and _read(buffer, buffer.numel() - len(mark), len(mark)) == mark:
-        raise _refused(f"the source sent fewer bytes than {what} holds ({buffer.numel()})")
+    if marked and _tail(buffer) != tail:
+        raise _refused(
+            f"{what} ({buffer.numel()} bytes) does not end as the source said it would: the source sent fewer bytes"
+        )
 
 
 def _read(host: torch.Tensor, start: int, nbytes: int) -> bytearray:

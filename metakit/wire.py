@@ -1453,7 +1453,9 @@ class _Reader:
         if len(data) < 3:
             raise WireError(f"tensor {index}'s spec is cut short")
         ndim = data[2]
-        if ndim > _MAX_DIMS or len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
+        if ndim > _MAX_DIMS:
+            raise WireError(f"tensor {index} has {ndim} dimensions, and the format allows {_MAX_DIMS}")
+        if len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
             raise WireError(f"tensor {index}'s spec is not {ndim} dimensions long")
         spec = _SPECS[data[1] & _LAYOUT][ndim].unpack(data)
         return self.placed(index, spec, math.prod(spec[6 : 6 + ndim]) * _ITEMSIZES[spec[0]])

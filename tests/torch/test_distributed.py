@@ -833,6 +833,37 @@ def cpu_group_carries_the_header(rank: int, world: int) -> None:
         _assert_same_record(got, record)
 
 
+@contextlib.contextmanager
+def _allocations() -> Iterator[list[int]]:
+    """The sizes of the ``uint8`` buffers this rank allocates in the block."""
+    sizes: list[int] = []
+    real = torch.empty
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        made = real(*args, **kwargs)
+        if made.dtype == torch.uint8:
+            sizes.append(made.numel())
+        return made
+
+    torch.empty = counting  # type: ignore[assignment]
+    try:
+        yield sizes
+    finally:
+        torch.empty = real  # type: ignore[assignment]
+
+
+def receivers_allocate_within_max_bytes(rank: int, world: int) -> None:
+    # README: a record over max_bytes is refused; a receiver never allocates much more for any record.
+    most = 1 << 20
+    large = Bag({"x": torch.ones(1_000_000, dtype=torch.uint8)})
+    for record in (large, Bag({"x": torch.arange(4)}), Bag({"x": torch.arange(4)})):
+        with _allocations() as sizes:
+            got = broadcast_metadata(record if rank == _SRC else None, src=_SRC, max_bytes=most)
+        _assert_same_record(got, record)
+        assert all(size <= most for size in sizes), f"a buffer over max_bytes: {sizes}"
+        assert sum(sizes) <= 2 * most, f"{sum(sizes)} bytes allocated for one record: {sizes}"
+
+
 def received_buffers_are_reused_only_once_free(rank: int, world: int) -> None:
     def record(step: int) -> Bag:
         return Bag({"slots": torch.arange(1 << 18) + step, "small": torch.arange(40_000) * step})
@@ -891,6 +922,7 @@ _CASES: list[Callable[[int, int], None]] = [
     flashinfer_omit_fields_get_defaults_and_post_init_runs,
     source_may_be_the_last_rank,
     two_records_in_a_row_on_one_group,
+    receivers_allocate_within_max_bytes,
     non_contiguous_tensors_arrive_with_their_values,
     zero_dim_and_empty_tensors,
     every_dtype_travels,

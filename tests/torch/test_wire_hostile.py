@@ -850,7 +850,7 @@ _COMPLEX32 = 10
         (msgspec.msgpack.Ext(_TENSOR, b""), "spec is cut short"),
         (_tensor_ext(_INT64, 0, 9, 0, 0, [4], [1]), "unknown kind"),
         (msgspec.msgpack.Ext(_TENSOR, b"\x05\x00"), "spec is cut short"),
-        (msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 65, 0, 0, 0)), "spec is not"),
+        (msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 65, 0, 0, 0)), "has 65 dimensions, and the format"),
         (msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 1, 0, 0, 0) + b"\x04" * 15), "spec is not"),
         # A tensor with no elements lies in no buffer: its reference and offset are 0, and it is no view.
         (_tensor_ext(_FLOAT32, 0, 0, 7, 0, [0], [1]), "no elements"),
@@ -1094,7 +1094,9 @@ def test_a_header_cut_short_or_not_metakit_is_refused(header: bytes) -> None:
 
 # --- a hostile rank 0 over gloo -----------------------------------------------------
 
-_PREFIX = struct.Struct("<HHIQ")  # status, unused, header bytes, message bytes (docs/wire-format.md)
+# status, layout, header bytes, message bytes, the last 8 bytes of the frame and of the rest (docs/wire-format.md)
+_PREFIX = struct.Struct("<HHIQ8s8s")
+_LAYOUT = 1
 _WATCHED = ("os.system", "subprocess.Popen", "pickle.find_class", "exec", "compile", "import", "ctypes", "open")
 
 
@@ -1123,9 +1125,13 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("a pickle that runs code", 0, _join(table, with_pickle), [], "does not read pickles"),
         ("a small tensor in a buffer of its own", 0, _join(two_buffers, outside), [64], "a buffer of its own"),
         ("the source's error, long", 1, bytes(range(256)) * 64, [], "could not send its record"),
+        ("a frame of another layout", 0, header, [], "a frame of layout 7 arrived"),
         # gloo lets a source send fewer bytes than a receiver posted: the rest must never be read.
-        ("a frame cut short", 1, b"x" * 3000, [], "fewer bytes than the frame holds"),
-        ("a buffer cut short", 0, large_header, [1], "fewer bytes than buffer 1 holds"),
+        ("a frame cut short", 1, b"x" * 3000, [], "the frame ("),
+        ("a buffer cut short", 0, large_header, [1], "buffer 1 (524288 bytes) does not end as the source said"),
+        # Where gloo relays a broadcast, a rank gets the whole buffer a relay posted, whatever the source sent.
+        ("a frame that ends otherwise", 0, header, [], "the frame ("),
+        ("a buffer that ends otherwise", 0, large_header, [8 * wire.PACK_OWN_BUFFER], "buffer 1 (524288 bytes)"),
     ]
 
 
@@ -1145,16 +1151,28 @@ def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> No
 
     route = _route(dist.group.WORLD, None)  # rank 0 follows the frame size as its receivers do
     frame_nbytes = route.frame_nbytes
-    message = -(-(_PREFIX.size + len(header)) // 64) * 64 + (1024 if status == 0 else 0)
-    prefix = {
-        "a header longer than the message": _PREFIX.pack(0, 0, 1 << 20, 4096),
-        "a message over max_bytes": _PREFIX.pack(0, 0, 16, 1 << 60),
-    }.get(case, _PREFIX.pack(status, 0, len(header), message))
+    # The header, the last bytes of each buffer its table lists after the first (zeros, as sent), lane 0's pool.
+    try:
+        tails = 8 * max(wire.buffer_count(header) - 1, 0)
+    except WireError:
+        tails = 0
+    message = -(-(_PREFIX.size + len(header) + tails) // 64) * 64 + (1024 if status == 0 else 0)
     raw = bytearray(max(message, frame_nbytes))
-    raw[: _PREFIX.size + len(header)] = prefix + header
+    raw[_PREFIX.size : _PREFIX.size + len(header)] = header
+    raw[frame_nbytes - 8 : frame_nbytes] = b"the end."
+    frame_tail = b"not this" if case == "a frame that ends otherwise" else bytes(raw[frame_nbytes - 8 : frame_nbytes])
+    if case == "a buffer that ends otherwise":
+        raw[_PREFIX.size + len(header) : _PREFIX.size + len(header) + 8] = b"not this"
+    prefix = {
+        "a header longer than the message": _PREFIX.pack(0, _LAYOUT, 1 << 20, 4096, frame_tail, bytes(8)),
+        "a message over max_bytes": _PREFIX.pack(0, _LAYOUT, 16, 1 << 60, frame_tail, bytes(8)),
+        "a frame of another layout": _PREFIX.pack(status, 7, len(header), message, frame_tail, bytes(8)),
+    }.get(case, _PREFIX.pack(status, _LAYOUT, len(header), message, frame_tail, bytes(raw[message - 8 : message])))
+    raw[: _PREFIX.size] = prefix
     sent = torch.frombuffer(raw, dtype=torch.uint8)
     dist.broadcast(sent[: _PREFIX.size if case == "a frame cut short" else frame_nbytes], src=0)
-    if status in (0, 1) and not case.startswith(("a header longer", "a message over", "a frame cut short")):
+    refused = ("a header longer", "a message over", "a frame cut short", "a frame that ends", "a frame of another")
+    if status in (0, 1) and not case.startswith(refused):
         if message > frame_nbytes:
             dist.broadcast(sent[frame_nbytes:], src=0)
         route.saw(message)
