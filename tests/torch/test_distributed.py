@@ -18,6 +18,7 @@ import datetime
 import gc
 import json
 import multiprocessing
+import struct
 import subprocess
 import sys
 import threading
@@ -864,6 +865,21 @@ def receivers_allocate_within_max_bytes(rank: int, world: int) -> None:
         assert sum(sizes) <= 2 * most, f"{sum(sizes)} bytes allocated for one record: {sizes}"
 
 
+def a_short_send_is_refused_on_every_rank_relayed_or_not(rank: int, world: int) -> None:
+    # docs/wire-format.md: a frame that does not end as its prefix says is refused; where gloo relays a
+    # broadcast (4 ranks), a relay passes on the whole buffer it posted, its own memory included.
+    group = dist.new_group(list(range(world)))
+    if rank == _SRC:
+        text = b"x" * 4000  # the source's error text, of which only the first bytes are sent
+        prefix = struct.pack("<HHIQ8s8s", 1, 1, len(text), 32 + len(text), bytes(8), bytes(8))
+        dist.broadcast(torch.frombuffer(bytearray(prefix + text), dtype=torch.uint8)[:1024], group=group, group_src=0)
+    else:
+        with pytest.raises(BroadcastError, match=r"the frame \(\d+ bytes\) does not end as the source said") as caught:
+            broadcast_metadata(None, group=group, group_src=0)
+        assert "xxxx" not in str(caught.value)
+    _send_and_check(rank, Bag({"x": torch.arange(3)}), group=group)
+
+
 def received_buffers_are_reused_only_once_free(rank: int, world: int) -> None:
     def record(step: int) -> Bag:
         return Bag({"slots": torch.arange(1 << 18) + step, "small": torch.arange(40_000) * step})
@@ -923,6 +939,7 @@ _CASES: list[Callable[[int, int], None]] = [
     source_may_be_the_last_rank,
     two_records_in_a_row_on_one_group,
     receivers_allocate_within_max_bytes,
+    a_short_send_is_refused_on_every_rank_relayed_or_not,
     non_contiguous_tensors_arrive_with_their_values,
     zero_dim_and_empty_tensors,
     every_dtype_travels,
