@@ -47,7 +47,6 @@ from __future__ import annotations
 import collections
 import ctypes
 import operator
-import secrets
 import struct
 import sys
 import weakref
@@ -78,21 +77,24 @@ __all__ = ["DEFAULT_MAX_BYTES", "BroadcastError", "broadcast_metadata"]
 
 _T = TypeVar("_T")
 
-_PREFIX: Final = struct.Struct("<HHIQ8s8s")
-"""What opens every frame: status, layout, header bytes, message bytes, and the last bytes of the frame and
-of the rest of the message (see ``_tail``).
+_PREFIX: Final = struct.Struct("<HHIQ8s")
+"""What opens every message: status, layout, header bytes, message bytes, and the last bytes of the rest of
+the message (see ``_tail``).
 
 The message is the prefix, the header, the last bytes of each buffer after
 the first (``_TAIL`` each), and the shared buffer of lane 0, at an aligned
-offset.
+offset.  The frame carries its first bytes, then ``_TRAILER``.
 """
 
 _LAYOUT: Final = 1
 """The frame's layout, the prefix's second field: a receiver refuses any other."""
 
 _TAIL: Final = 8
-"""How many of the last bytes of the frame, of the rest of the message and of each buffer the message holds,
-and a receiver checks on the CPU: each is set to random ones before it arrives (see ``_mark``)."""
+"""How many of the last bytes of the frame, of the rest of the message and of each buffer a receiver knows
+before they arrive, and checks on the CPU (see ``_mark``)."""
+
+_TRAILER: Final = b"metakit\x01"
+"""The last bytes of every frame."""
 
 _OK: Final = 0
 _SOURCE_FAILED: Final = 1
@@ -311,11 +313,11 @@ class _Route:
             raise ValueError(f"broadcast_metadata(): group_src={group_src}, but the group has {self.size} ranks")
         return group_src
 
-    def saw(self, message_nbytes: int) -> None:
-        """Follow the size of the records that travel: every rank calls this with the same sizes."""
-        self.recent.append(message_nbytes)
+    def saw(self, nbytes: int) -> None:
+        """Follow the frame sizes that the records travelling need: every rank calls this with the same sizes."""
+        self.recent.append(nbytes)
         peak = max(self.recent)
-        if message_nbytes > self.frame_nbytes or self.frame_nbytes > 4 * peak:
+        if nbytes > self.frame_nbytes or self.frame_nbytes > 4 * peak:
             wanted = -(-(peak + peak // 8) // _SMALLEST_FRAME) * _SMALLEST_FRAME
             self.frame_nbytes = min(max(wanted, _SMALLEST_FRAME), _LARGEST_FRAME)
 
@@ -476,29 +478,35 @@ def _send_message(  # noqa: PLR0917  # the parts of a message, in its order
     """Issue the frame (and the rest of the message if it overflows); the works to wait for.
 
     *tails* are the last bytes of each buffer sent after the message, which
-    a receiver checks: a source's short send leaves its random ones there.
+    a receiver checks (see ``_mark``).
     """
     tails_offset = _PREFIX.size + len(header)
     pool_offset = _aligned(tails_offset + _TAIL * len(tails))
     message_nbytes = pool_offset + pool_nbytes
-    frame_nbytes = route.frame(max_bytes)
-    message = route.message_buffer(max(message_nbytes, frame_nbytes))
+    carried = route.frame(max_bytes) - _TAIL  # the message's bytes that the frame carries, before _TRAILER
+    message = route.message_buffer(max(message_nbytes, carried + _TAIL))
     base = message.data_ptr()
     ctypes.memmove(base + _PREFIX.size, header, len(header))
     ctypes.memmove(base + tails_offset, b"".join(tails), _TAIL * len(tails))
     if pool_nbytes:
         fill(message[pool_offset:message_nbytes], placements)
-    rest = message[frame_nbytes:message_nbytes]
-    prefix = _PREFIX.pack(status, _LAYOUT, len(header), message_nbytes, _tail(message[:frame_nbytes]), _tail(rest))
-    ctypes.memmove(base, prefix, _PREFIX.size)
+    rest = message[carried:message_nbytes]
+    ctypes.memmove(base, _PREFIX.pack(status, _LAYOUT, len(header), message_nbytes, _tail(rest)), _PREFIX.size)
+    if message_nbytes <= carried:
+        ctypes.memmove(base + carried, _TRAILER, _TAIL)
+        frame = message[: carried + _TAIL]
+    else:
+        frame = torch.empty(carried + _TAIL, dtype=torch.uint8)
+        frame[:carried].copy_(message[:carried])
+        frame[carried:].copy_(torch.frombuffer(bytearray(_TRAILER), dtype=torch.uint8))
     if route.header_device.type != "cpu":
-        message = message.to(route.header_device)
+        frame, rest = frame.to(route.header_device), rest.to(route.header_device)
     src = route.header_src[route.rank]
     group = route.lane_groups[0]
-    works = [dist.broadcast(message[:frame_nbytes], group=group, group_src=src, async_op=True)]
-    if message_nbytes > frame_nbytes:
-        works.append(dist.broadcast(message[frame_nbytes:], group=group, group_src=src, async_op=True))
-    route.saw(message_nbytes)
+    works = [dist.broadcast(frame, group=group, group_src=src, async_op=True)]
+    if message_nbytes > carried:
+        works.append(dist.broadcast(rest, group=group, group_src=src, async_op=True))
+    route.saw(message_nbytes + _TAIL)
     return works
 
 
@@ -513,34 +521,34 @@ def _receive(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: i
 
 
 def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: int) -> object:
-    frame_nbytes = route.frame(max_bytes)
+    carried = route.frame(max_bytes) - _TAIL
     src = route.header_src[source]
     group = route.lane_groups[0]
-    frame = route.recycler.take(frame_nbytes, route.header_device)
-    marked = _mark(frame)
+    frame = route.recycler.take(carried + _TAIL, route.header_device)
+    marked = _mark(frame, _TRAILER)
     dist.broadcast(frame, group=group, group_src=src)
+    _check_whole(frame, marked, _TRAILER, "the frame")
     host = frame if frame.device.type == "cpu" else frame.cpu()
     # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
-    status, layout, header_nbytes, message_nbytes, frame_tail, rest_tail = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
-    _check_whole(frame, marked, frame_tail, "the frame")
+    status, layout, header_nbytes, message_nbytes, rest_tail = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
     if layout != _LAYOUT:
         raise _refused(f"a frame of layout {layout} arrived, and this metakit reads layout {_LAYOUT}")
     # The source's error fits in the frame, and is read whatever max_bytes says.
-    most = max(max_bytes, frame_nbytes) if status == _SOURCE_FAILED else max_bytes
+    most = max(max_bytes, carried) if status == _SOURCE_FAILED else max_bytes
     if status not in (_OK, _SOURCE_FAILED) or not _PREFIX.size + header_nbytes <= message_nbytes <= most:
         raise _refused(
             f"a frame arrived whose prefix says status {status}, a header of {header_nbytes} bytes and a message of "
             f"{message_nbytes}: not a frame of this format within max_bytes={max_bytes}"
         )
-    message = frame
-    if message_nbytes > frame_nbytes:
+    if message_nbytes > carried:
         message = route.recycler.take(message_nbytes, route.header_device)
-        message[:frame_nbytes].copy_(frame)
-        marked = _mark(message[frame_nbytes:])
-        dist.broadcast(message[frame_nbytes:], group=group, group_src=src)
-        _check_whole(message[frame_nbytes:], marked, rest_tail, "the rest of the message")
+        message[:carried].copy_(frame[:carried])
+        rest = message[carried:]
+        marked = _mark(rest, rest_tail)
+        dist.broadcast(rest, group=group, group_src=src)
+        _check_whole(rest, marked, rest_tail, "the rest of the message")
         host = message if message.device.type == "cpu" else message.cpu()
-    route.saw(message_nbytes)
+    route.saw(message_nbytes + _TAIL)
     header = _read(host, _PREFIX.size, header_nbytes)
     if status == _SOURCE_FAILED:
         text = printable(header[:_ERROR_TEXT].decode(errors="replace"))
@@ -558,7 +566,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
         raise _refused(problem)
     tails = bytes(_read(host, tails_offset, _TAIL * (len(table) - 1)))
     received = [route.recycler.take(spec.nbytes, route.lane_devices[spec.lane]) for spec in table[1:]]
-    marks = [_mark(buffer) for buffer in received]
+    marks = [_mark(buffer, tails[_TAIL * index : _TAIL * (index + 1)]) for index, buffer in enumerate(received)]
     works = [_receive_buffer(route, spec, source, buffer) for spec, buffer in zip(table[1:], received, strict=True)]
     for work in works:
         if work is not None:
@@ -586,36 +594,35 @@ def _tail(buffer: torch.Tensor | None) -> bytes:
     return bytes(_read(buffer, buffer.numel() - count, count)).ljust(_TAIL, b"\0")
 
 
-def _mark(buffer: torch.Tensor) -> bool:
-    """Set the last bytes of the CPU *buffer*, about to receive a broadcast, to random ones; whether it did.
+def _mark(buffer: torch.Tensor, tail: bytes) -> bool:
+    """Set the last bytes of the CPU *buffer*, about to receive a broadcast that should end in *tail*, to
+    others; whether it did.
 
     gloo lets a source send fewer bytes than a receiver posted, and says
     nothing: the rest of the buffer would keep what it held (a previous
-    record's bytes, or memory never written).  Worse, where gloo relays the
-    broadcast through other ranks, one of them passes on the whole buffer
-    it posted, its own memory and random bytes included.  So the source
-    tells, in the message, what the last bytes of each buffer are, and a
-    receiver refuses a buffer that ends otherwise (``_check_whole``): a
-    short send leaves this rank's or a relay's random bytes there, which
-    the source cannot know.  Not on a GPU (nccl takes no short sends), nor
-    for an empty buffer.
+    record's bytes, or memory never written).  Where gloo relays the
+    broadcast through other ranks, a relay even passes on the whole buffer
+    it posted, its own memory included.  So a receiver knows, before each
+    buffer arrives, how it ends (the frame in ``_TRAILER``, the others as
+    the message says) and marks its last bytes with others, each unlike the
+    byte it should be: a send that stops short by any number of bytes
+    leaves at least the last of them, on this rank and on any it relays to,
+    and ``_check_whole`` refuses the buffer on every rank alike.  Not on a
+    GPU (nccl takes no short sends), nor for an empty buffer.
     """
     if buffer.device.type != "cpu" or not buffer.numel():
         return False
-    mark = secrets.token_bytes(min(_TAIL, buffer.numel()))
-    buffer[-len(mark) :].copy_(torch.frombuffer(bytearray(mark), dtype=torch.uint8))
+    count = min(_TAIL, buffer.numel())
+    mark = bytes(byte ^ 0xFF for byte in tail[:count])
+    buffer[-count:].copy_(torch.frombuffer(bytearray(mark), dtype=torch.uint8))
     return True
 
 
 def _check_whole(buffer: torch.Tensor, marked: bool, tail: bytes, what: str) -> None:
-    """Refuse the *marked* *buffer* unless it ends in *tail*, as the source said: it did not arrive whole.
-
-    (A short send that leaves bytes that *tail* holds gets through by a chance of one in 2^64; one that stops
-    within the last bytes leaves only random ones.)
-    """
+    """Refuse the *marked* *buffer* unless it ends in *tail*: it did not arrive whole, or not as the source said."""
     if marked and _tail(buffer) != tail:
         raise _refused(
-            f"{what} ({buffer.numel()} bytes) does not end as the source said it would: the source sent fewer bytes"
+            f"{what} ({buffer.numel()} bytes) does not end as the source said it would: it did not arrive whole"
         )
 
 

@@ -871,7 +871,7 @@ def a_short_send_is_refused_on_every_rank_relayed_or_not(rank: int, world: int) 
     group = dist.new_group(list(range(world)))
     if rank == _SRC:
         text = b"x" * 4000  # the source's error text, of which only the first bytes are sent
-        prefix = struct.pack("<HHIQ8s8s", 1, 1, len(text), 32 + len(text), bytes(8), bytes(8))
+        prefix = struct.pack("<HHIQ8s", 1, 1, len(text), 24 + len(text), bytes(8))
         dist.broadcast(torch.frombuffer(bytearray(prefix + text), dtype=torch.uint8)[:1024], group=group, group_src=0)
     else:
         with pytest.raises(BroadcastError, match=r"the frame \(\d+ bytes\) does not end as the source said") as caught:

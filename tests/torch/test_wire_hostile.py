@@ -1094,9 +1094,10 @@ def test_a_header_cut_short_or_not_metakit_is_refused(header: bytes) -> None:
 
 # --- a hostile rank 0 over gloo -----------------------------------------------------
 
-# status, layout, header bytes, message bytes, the last 8 bytes of the frame and of the rest (docs/wire-format.md)
-_PREFIX = struct.Struct("<HHIQ8s8s")
+# status, layout, header bytes, message bytes, the last 8 bytes of the rest (docs/wire-format.md)
+_PREFIX = struct.Struct("<HHIQ8s")
 _LAYOUT = 1
+_TRAILER = b"metakit\x01"  # the last 8 bytes of every frame
 _WATCHED = ("os.system", "subprocess.Popen", "pickle.find_class", "exec", "compile", "import", "ctypes", "open")
 
 
@@ -1157,25 +1158,26 @@ def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> No
     except WireError:
         tails = 0
     message = -(-(_PREFIX.size + len(header) + tails) // 64) * 64 + (1024 if status == 0 else 0)
-    raw = bytearray(max(message, frame_nbytes))
+    carried = frame_nbytes - 8  # the message's bytes that the frame carries, before the trailer
+    raw = bytearray(max(message, carried))
     raw[_PREFIX.size : _PREFIX.size + len(header)] = header
-    raw[frame_nbytes - 8 : frame_nbytes] = b"the end."
-    frame_tail = b"not this" if case == "a frame that ends otherwise" else bytes(raw[frame_nbytes - 8 : frame_nbytes])
     if case == "a buffer that ends otherwise":
         raw[_PREFIX.size + len(header) : _PREFIX.size + len(header) + 8] = b"not this"
-    prefix = {
-        "a header longer than the message": _PREFIX.pack(0, _LAYOUT, 1 << 20, 4096, frame_tail, bytes(8)),
-        "a message over max_bytes": _PREFIX.pack(0, _LAYOUT, 16, 1 << 60, frame_tail, bytes(8)),
-        "a frame of another layout": _PREFIX.pack(status, 7, len(header), message, frame_tail, bytes(8)),
-    }.get(case, _PREFIX.pack(status, _LAYOUT, len(header), message, frame_tail, bytes(raw[message - 8 : message])))
-    raw[: _PREFIX.size] = prefix
-    sent = torch.frombuffer(raw, dtype=torch.uint8)
-    dist.broadcast(sent[: _PREFIX.size if case == "a frame cut short" else frame_nbytes], src=0)
+    rest = raw[carried:message]
+    rest_tail = bytes(rest[-8:]).ljust(8, b"\0")
+    raw[: _PREFIX.size] = {
+        "a header longer than the message": _PREFIX.pack(0, _LAYOUT, 1 << 20, 4096, rest_tail),
+        "a message over max_bytes": _PREFIX.pack(0, _LAYOUT, 16, 1 << 60, rest_tail),
+        "a frame of another layout": _PREFIX.pack(status, 7, len(header), message, rest_tail),
+    }.get(case, _PREFIX.pack(status, _LAYOUT, len(header), message, rest_tail))
+    frame = raw[:carried] + (b"not this" if case == "a frame that ends otherwise" else _TRAILER)
+    sent = torch.frombuffer(frame, dtype=torch.uint8)
+    dist.broadcast(sent[: _PREFIX.size] if case == "a frame cut short" else sent, src=0)
     refused = ("a header longer", "a message over", "a frame cut short", "a frame that ends", "a frame of another")
     if status in (0, 1) and not case.startswith(refused):
-        if message > frame_nbytes:
-            dist.broadcast(sent[frame_nbytes:], src=0)
-        route.saw(message)
+        if message > carried:
+            dist.broadcast(torch.frombuffer(rest, dtype=torch.uint8), src=0)
+        route.saw(message + 8)
     for size in sizes:
         dist.broadcast(torch.zeros(size, dtype=torch.uint8), src=0)
 
