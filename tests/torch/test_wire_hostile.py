@@ -1129,7 +1129,9 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("a frame of another layout", 0, header, [], "a frame of layout 7 arrived"),
         # gloo lets a source send fewer bytes than a receiver posted: the rest must never be read.
         ("a frame cut short", 1, b"x" * 3000, [], "the frame ("),
+        ("a frame cut by one byte", 0, header, [], "the frame ("),
         ("a buffer cut short", 0, large_header, [1], "buffer 1 (524288 bytes) does not end as the source said"),
+        ("a buffer cut by one byte", 0, large_header, [8 * wire.PACK_OWN_BUFFER - 1], "buffer 1 (524288 bytes)"),
         # Where gloo relays a broadcast, a rank gets the whole buffer a relay posted, whatever the source sent.
         ("a frame that ends otherwise", 0, header, [], "the frame ("),
         ("a buffer that ends otherwise", 0, large_header, [8 * wire.PACK_OWN_BUFFER], "buffer 1 (524288 bytes)"),
@@ -1172,8 +1174,10 @@ def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> No
     }.get(case, _PREFIX.pack(status, _LAYOUT, len(header), message, rest_tail))
     frame = raw[:carried] + (b"not this" if case == "a frame that ends otherwise" else _TRAILER)
     sent = torch.frombuffer(frame, dtype=torch.uint8)
-    dist.broadcast(sent[: _PREFIX.size] if case == "a frame cut short" else sent, src=0)
-    refused = ("a header longer", "a message over", "a frame cut short", "a frame that ends", "a frame of another")
+    dist.broadcast(
+        {"a frame cut short": sent[: _PREFIX.size], "a frame cut by one byte": sent[:-1]}.get(case, sent), src=0
+    )
+    refused = ("a header longer", "a message over", "a frame cut", "a frame that ends", "a frame of another")
     if status in (0, 1) and not case.startswith(refused):
         if message > carried:
             dist.broadcast(torch.frombuffer(rest, dtype=torch.uint8), src=0)
