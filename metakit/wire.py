@@ -651,9 +651,9 @@ _SCALARS: Final = _PLAIN - {int}
 
 _INTS: Final = frozenset({int, bool})
 
-_PLAIN_BASES: Final = (int, float, str, bytes, list, tuple, dict)
-"""The plain types whose subclasses' values (an ``IntEnum``, a ``defaultdict``) match their annotations, but are
-not plain data: converted to their base, they are."""
+_PLAIN_BASES: Final = _PLAIN | {list, tuple, dict}
+"""The plain types and containers: a value of a subclass of one (an ``IntEnum``, a ``defaultdict``) matches its
+annotation, but is not plain data; converted to its base, it is."""
 
 
 class _TooDeep(_Refused):
