@@ -679,9 +679,10 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
 
     A class given where an instance belongs is an error.
     """
-    if not ctx.arg_types or len(ctx.arg_types[0]) != 1:
+    obj = _argument(ctx, 0)
+    if obj is None or obj.type is None:  # given through ``*args``: its type is the sequence's, not the object's
         return None
-    given = get_proper_type(ctx.arg_types[0][0])
+    given = get_proper_type(obj.type)
     receivers: list[Instance] = []
     for item in given.relevant_items() if isinstance(given, UnionType) else [given]:
         typ = get_proper_type(item)

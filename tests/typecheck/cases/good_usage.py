@@ -239,3 +239,11 @@ def generic_code(items: list[FlashInferMetadata]) -> list[Mapping[str, Any]]:
 
 class DictWithExtra(TypedDict):
     extra: NotRequired[int]
+
+
+def forwarding_wrappers(meta: FlashInferMetadata, *args: Any, **changes: Any) -> None:
+    # The object comes through ``*args``: its type is not the tuple's, nor the list's.
+    assert_type(metakit.asdict_zerocopy(*args), dict[str, Any])
+    assert_type(metakit.astuple_zerocopy(*args), tuple[Any, ...])
+    metakit.replace(*args, **changes)
+    metakit.replace(*[meta])
