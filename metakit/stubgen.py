@@ -87,7 +87,7 @@ _OWN_IMPORTS: Final = {
     "builtins": ["list", "property", "tuple"],  # a field may be called property, a class tuple
     "collections.abc": ["Iterator", "Set"],
     "typing": ["Any", "Generic", "overload"],
-    "typing_extensions": ["TypedDict"],  # with PEP 728's extra_items on every version
+    "typing_extensions": ["TypedDict", "Unpack"],  # with PEP 728's extra_items on every version
     "_typeshed": ["Incomplete"],
 }
 _SELF: Final = frozenset({"typing.Self", "typing_extensions.Self"})
@@ -247,6 +247,8 @@ class _Additions:
         self.source = source
         self.sources: dict[str, _Source | None] = {source.module.__name__: source}
         self.imports: dict[str, None] = {}  # modules that types from other modules name
+        self.given: dict[str, type] = {}
+        """The qualified names of the ``TypedDict``s given so far, and the class each is for."""
 
     def add(self) -> None:
         for cdef, block, prefix in _statements(self.source.tree.defs):
@@ -275,12 +277,19 @@ class _Additions:
                 f"{self.source.module.__name__} defines {taken[0]}, a name that its stub gives one of its own"
                 " imports: rename it"
             )
+        outer = self.source.runtime_class(prefix[:-1]) if prefix else None
         for suffix in ("Dict", "PartialDict"):
             name = f"{cls.__name__}{suffix}"
-            if not prefix and name in defined:
+            if name in defined if outer is None else name in vars(outer):
                 raise NameClash(
-                    f"{self.source.module.__name__} defines {name}, the name of the TypedDict that the stub gives"
-                    f" {cls.__qualname__}: rename one of them"
+                    f"{self.source.module.__name__} defines {prefix}{name}, the name of the TypedDict that the stub"
+                    f" gives {cls.__qualname__}: rename one of them"
+                )
+            other = self.given.setdefault(prefix + name, cls)
+            if other is not cls:  # ``Foo``'s ``FooPartialDict`` and ``FooPartial``'s
+                raise NameClash(
+                    f"the stub would give {other.__qualname__} and {cls.__qualname__} a TypedDict named"
+                    f" {prefix}{name} each: rename one of them"
                 )
 
     # --- the nodes ------------------------------------------------------------
@@ -293,7 +302,7 @@ class _Additions:
         # scope: its TypedDicts declare the same ones.  Others are module-level TypeVars.
         type_args = getattr(cdef, "type_args", None)
         if _parameters(cls) and not type_args:
-            bases.append(f"_Generic[{', '.join(_parameters(cls))}]")
+            bases.append(f"_Generic[{', '.join(_arguments(cls))}]")
         if partial:
             bases += ["total=False"] if parent else ["total=False", "extra_items=_Any"]
         stub = _Stub([f"class {cls.__name__}{suffix}({', '.join(bases)}):"])
@@ -332,7 +341,7 @@ class _Additions:
 
     def _methods(self, cls: type, prefix: str) -> list[Statement]:
         """``asdict_zerocopy``'s overloads, ``astuple_zerocopy`` and ``__replace__``, where they are metakit's."""
-        args = f"[{', '.join(_parameters(cls))}]" if _parameters(cls) else ""
+        args = f"[{', '.join(_arguments(cls))}]" if _parameters(cls) else ""
         stub = _Stub([])
         if _generated(cls, ASDICT):
             stub.lines += [
@@ -416,7 +425,7 @@ class _Additions:
             head = written.partition(".")[0]
             if source is not None and source.resolve(written)[0] in _SELF:
                 # In a TypedDict, Self would be the TypedDict: the instance's class is *cls*.
-                return UnboundType(cls.__qualname__, [UnboundType(p) for p in _parameters(cls)])
+                return UnboundType(cls.__qualname__, [_unbound(p) for p in _arguments(cls)])
             if head in nested and source is not None and source.resolve(head)[1] is None:
                 written = f"{klass.__qualname__}.{written}"
             return naming(written)
@@ -655,6 +664,20 @@ def _required_init_vars(cls: type) -> set[str]:
 
 def _parameters(cls: type) -> list[str]:
     return [param.__name__ for param in getattr(cls, "__parameters__", ())]
+
+
+def _arguments(cls: type) -> list[str]:
+    """*cls*'s type parameters as a subscript of it names them: a ``TypeVarTuple`` unpacked."""
+    return [
+        f"_Unpack[{param.__name__}]" if type(param).__name__ == "TypeVarTuple" else param.__name__
+        for param in getattr(cls, "__parameters__", ())
+    ]
+
+
+def _unbound(written: str) -> UnboundType:
+    """The type *written*, a name or ``_Unpack[name]``, before analysis."""
+    head, _, inner = written.partition("[")
+    return UnboundType(head, [UnboundType(inner[:-1])] if inner else [])
 
 
 def _is_zerocopy_dataclass(cls: type) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -72,6 +73,8 @@ import enum
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
+from typing_extensions import TypeVarTuple, Unpack
+
 from metakit import OMIT, ZeroCopy, ZeroCopyFields
 
 from .base import ForeignBase, Tensor
@@ -92,7 +95,7 @@ except ImportError:
 
 __all__ = ["AttentionMetadata", "FlashInferMetadata", "Redefined", "Box", "IntBox", "Pair", "FromForeign"]
 __all__ += ["Direct", "Outer", "Overriding", "make", "Backend", "pick", "ABCZeroCopyFields", "Abstract", "T"]
-__all__ += ["PAGE_SIZE", "Defaults", "Empty", "Fields", "Plain", "root"]
+__all__ += ["PAGE_SIZE", "Defaults", "Empty", "Fields", "Plain", "root", "Variadic", "Ts"]
 
 T = TypeVar("T")
 PAGE_SIZE = 16
@@ -139,6 +142,14 @@ U = TypeVar("U")
 @dataclass
 class Pair(Box[T], Generic[T, U]):
     other: U | None = None
+
+
+Ts = TypeVarTuple("Ts")
+
+
+@dataclass
+class Variadic(ZeroCopy, Generic[Unpack[Ts]]):
+    items: tuple[Unpack[Ts]]
 
 
 class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta):
@@ -394,7 +405,7 @@ def test_the_rest_of_the_module_is_declared(stub: str) -> None:
     assert members(stub, "Backend") == {"FLASH": ["FLASH = 'flash'"], "INFER": ["INFER = 2"]}  # members
     assert stub.count("def pick(") == 2  # the overloads, not the implementation
     # __all__ as the module computes it, ``+=`` included; names bound in try/except kept.
-    assert "'Plain', 'root']\n" in stub
+    assert "'Plain', 'root', 'Variadic', 'Ts']\n" in stub
     assert "from math import isqrt as root" in stub  # once, from the try body
     assert "root" not in {node.name for node in ast.parse(stub).body if isinstance(node, ast.FunctionDef)}
     compile(stub, "models.pyi", "exec")
@@ -568,6 +579,46 @@ def test_a_name_the_module_gives_something_else_is_refused(tmp_path: Path, monke
         )
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param(
+            """
+            @dataclass
+            class FooPartial(ZeroCopy):
+                b: str
+
+            @dataclass
+            class Foo(ZeroCopy):
+                a: int
+            """,
+            "would give FooPartial and Foo a TypedDict named FooPartialDict each",
+            id="two classes' TypedDicts",
+        ),
+        pytest.param(
+            """
+            class Outer:
+                InnerDict = dict
+
+                @dataclass
+                class Inner(ZeroCopy):
+                    a: int
+            """,
+            "defines Outer.InnerDict, the name of the TypedDict that the stub gives Outer.Inner",
+            id="a name in the class around it",
+        ),
+    ],
+)
+def test_a_name_given_twice_in_one_namespace_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, message: str
+) -> None:
+    # Written twice, the second definition won: ``Foo``'s skip_fields result was typed as
+    # ``FooPartial``'s full dict, whose key ``b`` it lacks.
+    header = "from dataclasses import dataclass\nfrom metakit import ZeroCopy\n"
+    with pytest.raises(NameClash, match=re.escape(message)):
+        stub_of(tmp_path, monkeypatch, f"twice_{len(source)}", header + textwrap.dedent(source))
+
+
 SELF_AND_PROPERTY = """
 from __future__ import annotations
 
@@ -693,12 +744,16 @@ from typing import Literal
 from typing_extensions import assert_type
 
 from {PACKAGE}.base import Tensor
-from {PACKAGE}.models import Abstract, Backend, Box, FlashInferMetadata, IntBox, Outer, Pair, Redefined
+from {PACKAGE}.models import Abstract, Backend, Box, FlashInferMetadata, IntBox, Outer, Pair, Redefined, Variadic
 
-def use(meta: FlashInferMetadata, box: IntBox, pair: Pair[bytes, float], abstract: Abstract) -> None:
+def use(
+    meta: FlashInferMetadata, box: IntBox, pair: Pair[bytes, float], abstract: Abstract, variadic: Variadic[int, str]
+) -> None:
     assert_type(meta.asdict_zerocopy()["block_tables"], Tensor | None)
     assert_type(box.asdict_zerocopy()["item"], int)
     assert_type(pair.asdict_zerocopy()["other"], float | None)
+    assert_type(variadic.asdict_zerocopy()["items"], tuple[int, str])
+    assert_type(variadic.__replace__(items=(1, "a")), Variadic[int, str])
     assert_type(abstract.astuple_zerocopy(), tuple[str])
     assert_type(meta.asdict_zerocopy(skip_fields={{"slot_mapping"}}).get("is_prompt"), bool | None)
     meta.attn_bias = None
