@@ -359,10 +359,13 @@ class _Additions:
             changes = [
                 f"{name}: {stub.typed(typ)}{'' if name in required else ' = ...'}" for name, typ in init_types.items()
             ]
-            # A field may be called ``self``: the instance then takes another name, by position only.
-            receiver = "self" if "self" not in init_types else "_self, /"
-            while receiver.partition(",")[0] in init_types:
-                receiver = "_" + receiver
+            # A field may be called ``self``: the instance then takes another name, by position only
+            # (``_self_``, never ``__self``, which a class body would mangle into a field's name).
+            receiver = "self"
+            while receiver in init_types:
+                receiver = "_self" if receiver == "self" else receiver + "_"
+            if receiver != "self":
+                receiver += ", /"
             parameters = ", ".join([receiver, "*", *changes] if changes else [receiver])
             stub.lines.append(f"def {REPLACE}({parameters}) -> {cls.__qualname__}{args}: ...")
         return stub.nodes()

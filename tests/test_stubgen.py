@@ -470,12 +470,16 @@ def test_odd_field_names_give_a_valid_stub(tmp_path: Path, monkeypatch: pytest.M
             self: int
             __secret: str
             _self: float = 0.0
+            __self: bytes = b""
         """,
     )
-    compile(stub, "odd_names.pyi", "exec")  # no duplicate parameter
-    assert typed_dict_keys(stub, "RecordDict") == ["self", "_Record__secret", "_self"]
+    compile(stub, "odd_names.pyi", "exec")  # no duplicate parameter: ``__self`` would be ``_Record__self`` too
+    assert typed_dict_keys(stub, "RecordDict") == ["self", "_Record__secret", "_self", "_Record__self"]
     assert "    _Record__secret: str\n" in stub
-    assert "def __replace__(__self, /, *, self: int = ..., _Record__secret: str = ..., _self: float = ...)" in stub
+    assert (
+        "def __replace__(_self_, /, *, self: int = ..., _Record__secret: str = ..., _self: float = ..., "
+        "_Record__self: bytes = ...)" in stub
+    )
 
 
 def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hold(
