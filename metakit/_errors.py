@@ -52,10 +52,23 @@ def _check_skipped(obj: object, name: object) -> None:
     """
     if not isinstance(name, str):
         raise SkipFieldsError(f"skip_fields must hold field names (str), not {_describe(name)}") from None
+    if type(name) is not str and not _hashes_as_text(name):
+        # A dict finds no key by it: a field it names would stay in the dict.
+        raise SkipFieldsError(
+            f"skip_fields must hold field names, not {_describe(name)}, a str whose hash is not its text's"
+        ) from None
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance here
         if f.name == name:
             return
     raise ValueError(f"skip_fields names {name!r}, which is not a field of {type(obj).__qualname__}") from None
+
+
+def _hashes_as_text(name: str) -> bool:
+    """Whether the ``str`` subclass *name* hashes as its text does, as a dict key must."""
+    try:
+        return hash(name) == hash(str.__str__(name))
+    except Exception:  # its own __hash__ raised: it cannot be looked up either
+        return False
 
 
 def _skip_fields_failed(skip_fields: object, error: TypeError) -> NoReturn:

@@ -209,6 +209,33 @@ def test_a_str_is_refused_even_when_it_or_each_of_its_letters_is_a_field(text, k
         asdict(kind(text))
 
 
+class Unhashable(str):
+    __hash__ = None  # type: ignore[assignment]
+
+
+class OtherHash(str):
+    def __hash__(self) -> int:
+        return 7
+
+
+class HashRaises(str):
+    def __hash__(self) -> int:
+        raise KeyError(self)
+
+
+@pytest.mark.parametrize("kind", [Unhashable, OtherHash, HashRaises])
+@pytest.mark.parametrize("convert", ["method", "function"])
+def test_a_str_that_a_dict_cannot_find_by_is_refused_not_left_in(kind, convert):
+    # It equals the field's name, but ``del d[name]`` cannot find the key: the field stayed in the
+    # dict, with no error.
+    obj = Two()
+    asdict = obj.asdict_zerocopy if convert == "method" else lambda skip: metakit.asdict_zerocopy(obj, skip)
+    message = rf"^skip_fields must hold field names, not {kind.__name__} 'a', a str whose hash is not its text's$"
+    with pytest.raises(SkipFieldsError, match=message):
+        asdict([kind("a")])
+    assert asdict([Name("a")]) == {"b": 2}  # a subclass that hashes as its text is a name like any
+
+
 def test_an_iterable_that_raises_keeps_its_own_error():
     # DESIGN: "Each must get the documented error ... never a silent wrong result": an iterable
     # that fails half-way must not leave a half-skipped dict behind, and its own error (a TypeError
