@@ -750,17 +750,19 @@ def test_ctrl_c_exits_with_status_130_and_no_traceback():
     assert err.endswith(f"{PROG}: interrupted\n")
 
 
-def test_show_started_with_its_standard_output_closed_ends_without_a_traceback():
-    # `metakit show ... >&-`: Python starts with sys.stdout None, and print() writes nowhere.
+@pytest.mark.parametrize("args", [["show", "metakit.bench.wire:WireRow"], ["--version"]], ids=["show", "version"])
+def test_a_command_started_with_its_standard_output_closed_says_so_without_a_traceback(args):
+    # `metakit show ... >&-`: Python starts with sys.stdout None, and print() writes nowhere: it
+    # ended with status 0, having written nothing.
     done = subprocess.run(
-        [sys.executable, "-m", "metakit", "show", "metakit.bench.wire:WireRow"],
+        [sys.executable, "-m", "metakit", *args],
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
         preexec_fn=lambda: os.close(1),  # no threads here
         check=False,
     )
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stderr) == (2, f"{PROG}: error: cannot write the output: standard output is closed\n")
 
 
 @pytest.mark.parametrize("option", ["--json", "--plot"])
