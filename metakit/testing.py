@@ -25,6 +25,7 @@ classes checked have imported it).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -36,7 +37,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any, NamedTuple, NoReturn, cast
+from typing import Any, Final, NamedTuple, NoReturn, cast
 
 import metakit
 from metakit import _functions
@@ -105,7 +106,10 @@ def assert_zerocopy_class(cls: type) -> None:
     is checked as made, then with every field set anew (a conversion that
     returns values it kept from an earlier call shows).  A call that raises
     on the bare instance, which never ran ``__post_init__``, is no failure
-    when the instance ``__init__`` made passes.
+    when the instance ``__init__`` made passes.  Where ``__init__`` refuses
+    the sentinels (a ``__post_init__`` that validates them), an attribute
+    that is not a field, set on the bare instance, stands for those that
+    ``__post_init__`` sets (but in slots classes, which take none).
 
     A field that cannot be set that way (its descriptor refuses the
     sentinel) fails the check with a message that says so: test that class
@@ -118,6 +122,8 @@ def assert_zerocopy_class(cls: type) -> None:
     target = _dataclass_of(cls)
     obj, notes = _bare_instance(target)
     made = _made_by_init(obj)
+    if made is None:
+        _stand_in(obj)
     try:
         _check_twice(obj, target, notes)
     except _RaisedOnSentinels:
@@ -252,6 +258,20 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
     return obj, _fill(obj, cls, ())
 
 
+def _stand_in(bare: object) -> None:
+    """Set an attribute that is not a field on *bare*, as ``__post_init__`` sets some, unless it takes none.
+
+    An override that returns such attributes (``self.__dict__``) then shows
+    on the bare instance, where no instance that ``__init__`` made can.
+    """
+    if _STAND_IN not in bare.__dataclass_fields__:  # type: ignore[attr-defined]  # a dataclass here
+        with contextlib.suppress(AttributeError):  # slots: nothing but the fields can be set
+            object.__setattr__(bare, _STAND_IN, _Sentinel(f"{_name(type(bare))}.{_STAND_IN}"))
+
+
+_STAND_IN: Final = "_metakit_set_in_post_init"
+
+
 def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
     """Set each field of *obj* to a new sentinel; return *notes* and one for each field that reads another value."""
     name = _name(cls)
@@ -311,14 +331,21 @@ def _names_a_tensor(hint: object, tensor: type) -> bool:
 
 
 def _made_by_init(bare: object) -> object | None:
-    """``dataclasses.replace(bare)``: an instance made by ``__init__``, if that works and all its fields can be read.
+    """``dataclasses.replace(bare)``, each ``InitVar`` given a sentinel: an instance made by ``__init__``, if
+    that works and all its fields can be read.
 
     ``None`` otherwise: the replace check has compared that error with
     metakit's, and an ``init=False`` field that ``__post_init__`` leaves
     unset is no fault of the class.
     """
+    cls = type(bare)
+    init_vars = {
+        name: _Sentinel(f"{_name(cls)}.{name}")
+        for name, f in cast(Any, cls).__dataclass_fields__.items()
+        if f._field_type is dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]  # replace() needs each
+    }
     try:
-        made: object = dataclasses.replace(cast(Any, bare))
+        made: object = dataclasses.replace(cast(Any, bare), **init_vars)
         for f in dataclasses.fields(cast(Any, made)):
             getattr(made, f.name)
     except Exception:

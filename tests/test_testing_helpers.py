@@ -1385,6 +1385,45 @@ def test_an_override_that_returns_what_post_init_sets_is_reported_with_no_instan
 
 
 @dataclass
+class ValidatesAndReturnsItsDict(metakit.ZeroCopy):
+    num_tokens: int
+
+    def __post_init__(self):
+        if self.num_tokens < 0:  # refuses a sentinel: no instance can be made by __init__
+            raise ValueError("num_tokens must not be negative")
+        self.attn_bias = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return {k: v for k, v in vars(self).items() if k not in (skip_fields or ())}
+
+
+@dataclass
+class NeedsAnInitVarAndReturnsItsDict(metakit.ZeroCopy):
+    num_tokens: int
+    block_size: InitVar[int]
+
+    def __post_init__(self, block_size):
+        self.attn_bias = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        return {k: v for k, v in vars(self).items() if k not in (skip_fields or ())}
+
+
+def test_an_override_that_returns_what_post_init_sets_is_reported_where_init_refuses_the_sentinels():
+    # These passed: __init__ refused the sentinels, or dataclasses.replace needed the InitVar, so no
+    # instance held what __post_init__ sets.  An attribute set on the bare instance now stands for it.
+    with pytest.raises(AssertionError) as caught:
+        assert_zerocopy_class(ValidatesAndReturnsItsDict)
+    assert str(caught.value) == (
+        "ValidatesAndReturnsItsDict: the override ValidatesAndReturnsItsDict.asdict_zerocopy: obj.asdict_zerocopy()"
+        " has keys ['num_tokens', '_metakit_set_in_post_init']: unexpected ['_metakit_set_in_post_init'], which are"
+        " not fields"
+    )
+    with pytest.raises(AssertionError, match=r"unexpected \['attn_bias'\].*__post_init__ ran\)$"):
+        assert_zerocopy_class(NeedsAnInitVarAndReturnsItsDict)  # the InitVar given a sentinel, __init__ ran
+
+
+@dataclass
 class KeepsItsWrapperInTheTuple(metakit.ZeroCopy):
     num_prefills: int
     seq_lens: list[int] | None = None
