@@ -88,7 +88,7 @@ import msgspec
 import torch
 
 from metakit._codegen import holds_generated
-from metakit._errors import describe
+from metakit._errors import _skip_fields_failed, _skip_fields_text, describe
 from metakit._fields import is_omitted
 from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, unwritable
@@ -533,13 +533,13 @@ def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str
 
 
 def _name_set(skip_fields: Iterable[str]) -> set[str]:
+    """*skip_fields* as a new set, refused as ``asdict_zerocopy`` refuses it (``SkipFieldsError``)."""
     if isinstance(skip_fields, (str, bytes)):
-        raise TypeError(f"skip_fields must be an iterable of field names, not a {type(skip_fields).__name__}")
+        raise _skip_fields_text(skip_fields)
     try:
-        names = set(skip_fields)
-    except TypeError:
-        raise TypeError(f"skip_fields must be an iterable of field names, not {skip_fields!r}") from None
-    return names
+        return set(skip_fields)
+    except TypeError as error:
+        _skip_fields_failed(skip_fields, error)
 
 
 def _state_dict(cls: type, state: object) -> Mapping[str, Any]:

@@ -27,7 +27,7 @@ import pytest
 import torch
 from engine_records import KernelWrapper, ModelInput, WrapperMetadata
 
-from metakit import OMIT, ZeroCopy, ZeroCopyFields, wire, zerocopy_classes
+from metakit import OMIT, SkipFieldsError, ZeroCopy, ZeroCopyFields, wire, zerocopy_classes
 from metakit.examples.engine import example_records, make_flash_attention_metadata
 from metakit.wire import WireError
 
@@ -222,9 +222,24 @@ def test_post_init_and_defaults_run_on_the_receiver() -> None:
     assert (got.label, got.total) == ("default", 6), "the default, and what __post_init__ makes"
 
 
-@pytest.mark.parametrize("skip", ["lens", b"lens", 5])
-def test_skip_fields_that_is_not_an_iterable_of_names_is_refused(skip: Any) -> None:
-    with pytest.raises(TypeError, match="skip_fields must be an iterable of field names"):
+class _Unhashable(str):
+    __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    ("skip", "message"),
+    [
+        ("lens", "skip_fields must be an iterable of field names, not the str 'lens'; write skip_fields={'lens'}"),
+        (b"lens", "skip_fields must be an iterable of field names, not the bytes b'lens'"),
+        (5, "skip_fields must be an iterable of field names, not int 5"),
+        ([_Unhashable("lens")], "skip_fields must hold field names (str), not _Unhashable 'lens'"),
+        ([["lens"]], "skip_fields must hold field names (str), not list ['lens']"),
+    ],
+)
+def test_skip_fields_that_is_not_an_iterable_of_names_is_refused_as_asdict_zerocopy_refuses_it(
+    skip: Any, message: str
+) -> None:
+    with pytest.raises(SkipFieldsError, match=f"^{re.escape(message)}$"):
         wire.pack(Derived([1]), skip_fields=skip)
 
 
