@@ -412,6 +412,12 @@ class _Checker:
 
     def run(self) -> None:
         __tracebackhide__ = True
+        for method in (ASDICT, ASTUPLE):
+            if method in self.cls.__dataclass_fields__:  # type: ignore[attr-defined]  # a dataclass here
+                raise AssertionError(
+                    f"{_name(self.cls)}: its field {method!r} hides the method {method}() on every instance:"
+                    f" rename the field (metakit.{method}(obj) still runs the generated code)"
+                )
         for form in self._forms(ASDICT, "asdict"):
             self._check_asdict(form)
         for form in self._forms(ASTUPLE, "astuple"):

@@ -373,6 +373,17 @@ def test_recipe_every_class_of_the_shared_records(cls):
     mt.assert_zerocopy_class(cls)
 
 
+@pytest.mark.parametrize("check", [mt.assert_zerocopy_class, lambda cls: mt.assert_zerocopy(cls(1, 2))])
+def test_a_field_named_as_a_method_is_reported_as_hiding_it(check):
+    # It was blamed on "the override MethodNamesMeta.asdict_zerocopy", which no one wrote.
+    message = (
+        "MethodNamesMeta: its field 'asdict_zerocopy' hides the method asdict_zerocopy() on every instance:"
+        " rename the field (metakit.asdict_zerocopy(obj) still runs the generated code)"
+    )
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
+        check(MethodNamesMeta)
+
+
 @pytest.mark.parametrize("module", [5, None, records.__dict__])
 def test_zerocopy_classes_in_names_an_argument_that_is_no_module(module):
     with pytest.raises(TypeError, match=r"zerocopy_classes_in\(\) takes a module or its dotted name, not "):
