@@ -830,15 +830,24 @@ class _Packer:
                 raise
         return values
 
-    def plain_dict(self, value: dict[Any, Any]) -> dict[str | int, Any]:
+    def plain_dict(self, value: dict[Any, Any]) -> dict[str | int, Any] | msgspec.msgpack.Ext:
         for key in value:
             if type(key) is str:
                 if self.strict:
                     _check_text(key)
-            elif type(key) is not int:
-                raise _Refused(f"a dict key of type {type(key).__qualname__} cannot travel (only str and int)")
-            elif not _MIN_INT <= key <= _MAX_INT:
-                raise _Refused(f"the int dict key {key} does not fit in 64 bits")
+            elif type(key) is not int or not _MIN_INT <= key <= _MAX_INT:
+                if self.allow_pickle:  # msgpack's keys are plain: the dict travels pickled, as a whole
+                    return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+                what = (
+                    f"the int dict key {key}, which does not fit in 64 bits,"
+                    if type(key) is int
+                    else f"a dict key of type {type(key).__module__}.{type(key).__qualname__}"
+                )
+                raise _Refused(
+                    f"{what} is not plain data (a dict's keys travel as str and int); send the dict pickled with "
+                    "allow_pickle=True on both sides if the peers trust each other, or leave it out with skip_fields, "
+                    "an asdict_zerocopy() override or __getstate__"
+                )
         return dict(zip(value, self.items(value.items()), strict=True))
 
     def other(self, value: object, kind: type) -> Any:

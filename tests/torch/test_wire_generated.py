@@ -234,7 +234,7 @@ def test_an_extension_where_a_plain_value_belongs_is_named_as_the_general_way_na
 @pytest.mark.parametrize(
     ("value", "place", "problem"),
     [
-        ({1 << 64: 1}, "", "the int dict key 18446744073709551616 does not fit in 64 bits"),
+        ({1 << 64: 1}, "", "the int dict key 18446744073709551616, which does not fit in 64 bits, is not plain"),
         ([{-(1 << 63) - 1: 0}], "[0]", "does not fit in 64 bits"),
         ("\ud800", "", "is not UTF-8 text"),
         ({"\udc80": 1}, "", "is not UTF-8 text"),
