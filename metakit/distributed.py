@@ -141,8 +141,8 @@ def broadcast_metadata(
 
     Every rank of the group calls this together, with the same *group* and
     *cpu_group*.  The source is *src*, a global rank (0 when neither is
-    given), or *group_src*, its rank in *group*, as in
-    ``torch.distributed.broadcast``.  There *obj* is the record, an instance
+    given, but in a group of one rank, that rank), or *group_src*, its rank
+    in *group*, as in ``torch.distributed.broadcast``.  There *obj* is the record, an instance
     of a dataclass made by ``ZeroCopyFields`` (inherit ``metakit.ZeroCopy``),
     and it is returned as it is.  Every other rank passes ``None`` and gets
     an equal instance of the same class, built through its ``__init__`` so
@@ -301,6 +301,8 @@ class _Route:
     def source(self, src: int | None, group_src: int | None) -> int:
         """The source's rank in the group."""
         if group_src is None:
+            if src is None and self.size == 1:
+                return 0  # its one rank, whichever it is
             global_src = 0 if src is None else src
             if global_src not in self.ranks:
                 raise ValueError(

@@ -799,6 +799,7 @@ def one_rank_groups_cost_no_collective(rank: int, world: int) -> None:
     with _collectives() as issued:
         assert broadcast_metadata(record, group=alone[rank], group_src=0) is record
         assert broadcast_metadata(record, src=rank, group=alone[rank]) is record
+        assert broadcast_metadata(record, group=alone[rank]) is record  # its one rank, rank 0 or not
     assert issued[0] == 0
     with pytest.raises(ValueError, match="got None on the source rank"):
         broadcast_metadata(None, group=alone[rank], group_src=0)
