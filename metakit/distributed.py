@@ -142,9 +142,9 @@ def broadcast_metadata(
     Every rank of the group calls this together, with the same *group* and
     *cpu_group*.  The source is *src*, a global rank (0 when neither is
     given, but in a group of one rank, that rank), or *group_src*, its rank
-    in *group*, as in ``torch.distributed.broadcast``.  There *obj* is the record, an instance
-    of a dataclass made by ``ZeroCopyFields`` (inherit ``metakit.ZeroCopy``),
-    and it is returned as it is.  Every other rank passes ``None`` and gets
+    in *group*, as in ``torch.distributed.broadcast``.  There *obj* is the
+    record, an instance of a dataclass made by ``ZeroCopyFields`` (inherit
+    ``metakit.ZeroCopy``), and it is returned as it is.  Every other rank passes ``None`` and gets
     an equal instance of the same class, built through its ``__init__`` so
     that ``__post_init__`` runs.
 
