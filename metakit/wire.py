@@ -1309,6 +1309,8 @@ def _read(
     _reading.reader = reader
     try:
         return reader.record(memoryview(header)[_TABLE_HEAD.size + 9 * count :], "$")
+    except _Mismatched as error:  # its path served the records around the value; the caller gets a WireError
+        raise WireError(*error.args) from None
     finally:
         _reading.reader = outer
 
