@@ -55,6 +55,12 @@ def included_names(cls: type) -> tuple[str, ...]:
     return tuple([as_text(f.name) for f in fields(cls) if not is_omitted(f)])
 
 
+def required_init_vars(cls: type) -> list[str]:
+    """The ``InitVar`` pseudo-fields of the dataclass *cls* without a default, which ``replace`` must be given."""
+    layout = layout_of(cls)
+    return [name for name, role in zip(layout.names, layout.roles, strict=True) if role == REQUIRED]
+
+
 def as_text(name: str) -> str:
     """*name* as a plain ``str``: a subclass's ``__repr__`` or ``__format__`` must never write source."""
     return name if type(name) is str or not isinstance(name, str) else str.__str__(name)

@@ -68,7 +68,7 @@ from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, Unbound
 from mypy.util import correct_relative_import
 
 from metakit._cli import ArgumentParser
-from metakit._fields import ASDICT, ASTUPLE, REPLACE, REQUIRED, included_names, layout_of
+from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names, required_init_vars
 from metakit._meta import ZeroCopyFields, holds_fields
 from metakit._overrides import users_methods
 
@@ -355,7 +355,7 @@ class _Additions:
             stub.lines.append(f"def {ASTUPLE}(self) -> _tuple[{', '.join(items) or '()'}]: ...")
         if _generated(cls, REPLACE):
             init_types = self._init_types(cls)
-            required = _required_init_vars(cls)  # replace() must be given them, as dataclasses.replace must
+            required = required_init_vars(cls)  # replace() must be given them, as dataclasses.replace must
             changes = [
                 f"{name}: {stub.typed(typ)}{'' if name in required else ' = ...'}" for name, typ in init_types.items()
             ]
@@ -657,12 +657,6 @@ def _unmangled(cls: type, name: str) -> str:
     if name.startswith(prefix) and prefix != "___" and not name.endswith("__"):
         return name[len(prefix) - 2 :]
     return name
-
-
-def _required_init_vars(cls: type) -> set[str]:
-    """The ``InitVar`` pseudo-fields of *cls* without a default, which ``replace`` must be given."""
-    layout = layout_of(cls)
-    return {name for name, role in zip(layout.names, layout.roles, strict=True) if role == REQUIRED}
 
 
 def _parameters(cls: type) -> list[str]:

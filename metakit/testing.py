@@ -43,7 +43,7 @@ import metakit
 from metakit import _functions
 from metakit._codegen import holds_generated
 from metakit._errors import describe
-from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted
+from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted, required_init_vars
 from metakit._overrides import reaches_metakit, users_methods
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
@@ -331,19 +331,15 @@ def _names_a_tensor(hint: object, tensor: type) -> bool:
 
 
 def _made_by_init(bare: object) -> object | None:
-    """``dataclasses.replace(bare)``, each ``InitVar`` given a sentinel: an instance made by ``__init__``, if
-    that works and all its fields can be read.
+    """``dataclasses.replace(bare)``, each ``InitVar`` it must be given a sentinel: an instance made by
+    ``__init__``, if that works and all its fields can be read.
 
     ``None`` otherwise: the replace check has compared that error with
     metakit's, and an ``init=False`` field that ``__post_init__`` leaves
     unset is no fault of the class.
     """
     cls = type(bare)
-    init_vars = {
-        name: _Sentinel(f"{_name(cls)}.{name}")
-        for name, f in cast(Any, cls).__dataclass_fields__.items()
-        if f._field_type is dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]  # replace() needs each
-    }
+    init_vars = {name: _Sentinel(f"{_name(cls)}.{name}") for name in required_init_vars(cls)}
     try:
         made: object = dataclasses.replace(cast(Any, bare), **init_vars)
         for f in dataclasses.fields(cast(Any, made)):
