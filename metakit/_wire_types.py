@@ -2,11 +2,13 @@
 
 A record's annotations are resolved once per class, the first time a
 record of it travels (never while the class is created), each field on its
-own: a field whose annotation cannot be resolved (a name imported only under
-``TYPE_CHECKING``) checks nothing.  What a check knows: ``None``, ``bool``,
+own: a name that cannot be resolved (imported only under ``TYPE_CHECKING``)
+takes any value where it stands, and text the parser cannot read checks
+nothing in its field.  What a check knows: ``None``, ``bool``,
 ``int``, ``float``, ``str``, ``bytes``, unions, ``Literal``, ``NewType``,
-``Annotated``, ``list``/``tuple``/``dict`` and their ``typing`` and
-``collections.abc`` spellings, ``TypedDict`` (a dict with ``str`` keys),
+``Annotated``, ``Final``, ``Never``, ``list``/``tuple``/``dict`` and their
+``typing`` and ``collections.abc`` spellings, ``Iterable``, ``Collection``,
+``Reversible``, ``TypedDict`` (a dict with ``str`` keys),
 ``torch.Tensor``, ``torch.dtype``, ``torch.device``, record classes and
 recursive aliases (``Json = int | list["Json"]``).  Any
 other class takes its instances (which travel only pickled).  ``Any``,
@@ -126,6 +128,8 @@ _SAY_NOTHING: Final[tuple[object, ...]] = (collections.abc.Callable, object)
 
 _LISTS: Final = {list, collections.abc.MutableSequence}
 _SEQUENCES: Final = {collections.abc.Sequence}
+_ITERABLES: Final = {collections.abc.Iterable, collections.abc.Collection, collections.abc.Reversible}
+_NOTHING: Final = {typing.NoReturn, getattr(typing, "Never", typing.NoReturn)}
 _DICTS: Final = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
 
 
@@ -197,6 +201,34 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
 
     exact = list[item.exact] if container == (list,) and item.exact is not Any else Any  # type: ignore[name-defined]
     return _Spec(check, name, explain, lists=kinds if list in container else frozenset(), exact=exact)
+
+
+_ITERATED: Final = frozenset({list, tuple, dict, str, bytes})
+"""The plain values whose items an ``Iterable[...]`` check reads (a dict's are its keys): iterating them runs
+no one's code, and consumes nothing."""
+
+
+def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
+    """``Iterable[X]`` and its kind: an instance of *abc*; a plain one's items checked, any other's not."""
+    item_check = item.check
+
+    def check(value: object) -> bool:
+        if not isinstance(value, abc):
+            return False
+        return type(value) not in _ITERATED or all(map(item_check, value))  # type: ignore[call-overload]
+
+    def explain(value: object, path: str) -> _Mismatch | None:
+        if not isinstance(value, abc):
+            return _Mismatch(name, path, value)
+        if type(value) not in _ITERATED:
+            return None
+        for index, one in enumerate(cast("list[object]", value)):
+            found = item.explain(one, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+
+    return _Spec(check, name, explain)
 
 
 def _fixed_tuple(items: list[_Spec]) -> _Spec:
@@ -374,8 +406,10 @@ class _Reading:
             return _SCALARS[annotation]
         origin = typing.get_origin(annotation)
         arguments = typing.get_args(annotation)
-        if origin is typing.Annotated:
+        if origin is typing.Annotated or origin is typing.Final:
             return spec_of(arguments[0])
+        if annotation in _NOTHING:
+            return _leaf("Never", lambda value: False)
         if origin is typing.Union or origin is types.UnionType:
             return _union([spec_of(argument) for argument in arguments])
         if origin is typing.Literal:
@@ -386,6 +420,9 @@ class _Reading:
             return _items((list,), item_of(arguments[0]) if arguments else _ANY_SPEC, "list")
         if origin in _SEQUENCES or annotation in _SEQUENCES:
             return _items((list, tuple), item_of(arguments[0]) if arguments else _ANY_SPEC, "list | tuple")
+        if origin in _ITERABLES or annotation in _ITERABLES:
+            abc = cast("type", origin if origin in _ITERABLES else annotation)
+            return _iterable(abc, item_of(arguments[0]) if arguments else _ANY_SPEC, abc.__name__)
         if origin is tuple or annotation is tuple:
             if annotation is typing.Tuple or (origin is None and not arguments):  # noqa: UP006
                 return _items((tuple,), _ANY_SPEC, "tuple")
@@ -495,7 +532,8 @@ class _Parser:
                     arguments.append(self.expr())
             if self.take()[1] != "]":
                 raise _Unresolved("unbalanced brackets")
-            value = value[arguments[0] if len(arguments) == 1 else tuple(arguments)]  # type: ignore[index]
+            if value is not Any:  # a name not found here, subscripted: still any value
+                value = value[arguments[0] if len(arguments) == 1 else tuple(arguments)]  # type: ignore[index]
         return value
 
     def listed(self, item: Callable[[], object]) -> list[object]:
@@ -535,7 +573,7 @@ class _Parser:
                     return
                 depth -= 1
 
-    def atom(self) -> object:
+    def atom(self) -> object:  # noqa: PLR0911  # one return per kind of token
         kind, text = self.take()
         if kind == "ellipsis":
             return Ellipsis
@@ -554,7 +592,10 @@ class _Parser:
             return ()
         if kind != "name":
             raise _Unresolved(text)
-        return self.name(text)
+        try:
+            return self.name(text)
+        except _Unresolved:  # imported only under TYPE_CHECKING: any value there, the rest still checked
+            return Any
 
     def name(self, dotted: str) -> object:
         first, *rest = dotted.split(".")

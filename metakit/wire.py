@@ -395,6 +395,13 @@ class _Codec:
             return []
         return [name for name in names if name in self.init and name not in takes]
 
+    def stranded(self, cls: type, names: Collection[str]) -> list[str]:
+        """The ``init=False`` fields without a default that do not travel with *names*, where no ``__post_init__``
+        can set them: every receiver would refuse the record."""
+        if not self.unset or getattr(cls, "__post_init__", None) is not None:
+            return []
+        return [name for name in self.unset if name not in names]
+
     def checks(self, cls: type) -> FieldChecks:
         if self._checks is None:
             self._checks = field_checks(cls)
@@ -414,6 +421,7 @@ class _Codec:
                 if holds_generated(vars(cls), asdict)
                 and _custom_getstate(cls) is None
                 and self.callable_with(cls, names)
+                and not self.stranded(cls, names)
                 and unwritable(names) is None  # the names are written into the encoder's source
                 else None
             )
@@ -523,6 +531,12 @@ def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str
             "(left out by asdict_zerocopy(), skip_fields or __getstate__, or an InitVar): the receiver calls "
             "__init__ with the fields that travel; give it a default"
         )
+    stranded = codec.stranded(cls, chosen)
+    if stranded:
+        raise TypeError(
+            f"{cls.__qualname__} cannot be sent: its field {stranded[0]!r} (init=False, with no default) would not "
+            "travel, and the receiver has no __post_init__ to set it: give it a default, or let it travel"
+        )
     untaken = codec.untaken(cls, chosen)
     if untaken:
         raise TypeError(
@@ -616,11 +630,11 @@ def pack_outgoing(
     try:
         body = _encoder.encode(packer.record(obj, cls, skip_fields))
     except (OverflowError, UnicodeEncodeError):
-        # An int beyond 64 bits, or a str that is not UTF-8: the strict way says which field holds it.
-        strict = _Packer(lanes, allow_pickle, own_buffer, strict=True)
-        strict.writing.add(id(obj))
-        strict.record(obj, cls, skip_fields)
-        raise
+        # An int beyond 64 bits, or a str that is not UTF-8: the strict way
+        # names the field that holds it, or with the opt-in sends it pickled.
+        packer = _Packer(lanes, allow_pickle, own_buffer, strict=True)
+        packer.writing.add(id(obj))
+        body = _encoder.encode(packer.record(obj, cls, skip_fields))
     sizes = [*packer.pool_nbytes, *(own.nbytes for own in packer.own)]
     lanes_used = [*range(len(packer.pool_nbytes)), *(own.lane for own in packer.own)]
     return Outgoing(_table_bytes(sizes, lanes_used) + body, packer.pools, packer.pool_nbytes, packer.own)
@@ -785,10 +799,15 @@ class _Packer:
     def value(self, value: object) -> Any:  # noqa: PLR0911  # one return per kind of value
         kind = type(value)
         if kind in _PLAIN:
-            if kind is int and not _MIN_INT <= value <= _MAX_INT:  # type: ignore[operator]
-                raise _Refused(f"the int {value} does not fit in 64 bits")
-            if kind is str and self.strict:
-                _check_text(value)  # type: ignore[arg-type]
+            try:
+                if kind is int and not _MIN_INT <= value <= _MAX_INT:  # type: ignore[operator]
+                    raise _Refused(f"the int {value} does not fit in 64 bits{_OPT_IN}")
+                if kind is str and self.strict:
+                    _check_text(value)  # type: ignore[arg-type]
+            except _Refused:
+                if self.allow_pickle:
+                    return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+                raise
             return value
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
@@ -834,7 +853,12 @@ class _Packer:
         for key in value:
             if type(key) is str:
                 if self.strict:
-                    _check_text(key)
+                    try:
+                        _check_text(key)
+                    except _Refused:
+                        if self.allow_pickle:
+                            return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+                        raise
             elif type(key) is not int or not _MIN_INT <= key <= _MAX_INT:
                 if self.allow_pickle:  # msgpack's keys are plain: the dict travels pickled, as a whole
                     return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
@@ -993,11 +1017,14 @@ class _Packer:
         return None
 
 
+_OPT_IN: Final = "; send it pickled with allow_pickle=True on both sides if the peers trust each other"
+
+
 def _check_text(text: str) -> None:
     try:
         text.encode()
     except UnicodeEncodeError as error:
-        raise _Refused(f"the str {text[:40]!r} is not UTF-8 text: {error.reason}") from None
+        raise _Refused(f"the str {text[:40]!r} is not UTF-8 text: {error.reason}{_OPT_IN}") from None
 
 
 def _pickled(value: object) -> bytes:
@@ -1939,7 +1966,13 @@ class _Unpickler(pickle.Unpickler):
                 f"a pickled value refers to {printable(name)}, but {printable(module_name)} is not imported "
                 "here, and metakit never imports a module named on the wire: import it before receiving"
             )
-        return super().find_class(module_name, global_name)
+        sys.audit("pickle.find_class", module_name, global_name)
+        # Read from the namespaces' dicts, as a record's class is: a module's
+        # ``__getattr__`` (torch's lazy submodules) would import modules.
+        found = _named_in(sys.modules[module_name], global_name)
+        if found is None:
+            raise WireError(f"a pickled value refers to {printable(name)}, which its module does not define")
+        return found
 
 
 def _first_line(error: BaseException) -> str:

@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import types
 import warnings
 import zlib
 from collections.abc import Callable
@@ -487,14 +488,28 @@ class NeverSet(ZeroCopy):
     doubled: int = field(init=False)
 
 
+@dataclass
+class OmittedNeverSet(ZeroCopy):
+    size: int
+    kernel: object = field(init=False, metadata=OMIT)
+
+
 def test_an_init_false_field_without_a_default_arrives_or_is_set_by_post_init_or_the_record_is_refused() -> None:
     never = NeverSet(3)
     never.doubled = 6
     assert wire.unpack(*wire.pack(never)) == never
-    header, buffers = wire.pack(never, skip_fields={"doubled"})  # a record with no value for the field
+
+    def without_doubled(body: list[Any]) -> None:
+        body[2], body[3] = [0], body[3][:1]  # a record with no value for the field, as a peer would send it
+
+    header, buffers = _edited(never, without_doubled)
     _refused(header, buffers, "the field 'doubled' \\(init=False, with no default\\) did not arrive, and NeverSet")
-    _, body = _split(header)
-    assert body[2] == [0]  # as a peer would send it
+    # The sender refuses to send such a record in the first place.
+    # (Found by an outside tester: it sent what every receiver refuses.)
+    with pytest.raises(TypeError, match=re.escape("NeverSet cannot be sent: its field 'doubled' (init=False, with no")):
+        wire.pack(never, skip_fields={"doubled"})
+    with pytest.raises(TypeError, match=re.escape("OmittedNeverSet cannot be sent: its field 'kernel' (init=False")):
+        wire.pack(OmittedNeverSet(3))
     with pytest.raises(TypeError, match=re.escape("NeverSet cannot be sent: its field 'doubled' (init=False, with")):
         wire.pack(NeverSet(3))  # never set: an AttributeError from reading it, before
     later = SetLater(3)
@@ -809,6 +824,45 @@ def test_a_pickle_never_imports_a_module() -> None:
         [sys.executable, "-c", script], cwd=Path(__file__).parent, capture_output=True, text=True, check=False
     )
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_pickle_never_runs_a_modules_getattr() -> None:
+    # A module that provides names through ``__getattr__`` (torch's lazy
+    # submodules) is read by its dict: the lookup runs none of its code.
+    lazy = types.ModuleType("metakit_lazy_module")
+    asked: list[str] = []
+
+    def module_getattr(name: str) -> object:
+        asked.append(name)
+        return print
+
+    lazy.__getattr__ = module_getattr  # type: ignore[method-assign]
+    lazy.defined = len  # type: ignore[attr-defined]
+    sys.modules[lazy.__name__] = lazy
+    try:
+
+        def edit_to(name: str) -> Callable[[list[Any]], None]:
+            position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+            data = b"\x80\x04\x8c" + bytes([len(lazy.__name__)]) + lazy.__name__.encode()
+            data += b"\x8c" + bytes([len(name)]) + name.encode() + b"\x93."
+
+            def edit(body: list[Any]) -> None:
+                body[3][position] = msgspec.msgpack.Ext(_PICKLE, data)
+
+            return edit
+
+        header, buffers = _edited(_step(), edit_to("submodule"))
+        _refused(
+            header,
+            buffers,
+            "refers to metakit_lazy_module.submodule, which its module does not define",
+            allow_pickle=True,
+        )
+        assert asked == []
+        header, buffers = _edited(_step(), edit_to("defined"))
+        assert wire.unpack(header, buffers, allow_pickle=True).unresolved is len  # type: ignore[attr-defined]
+    finally:
+        del sys.modules[lazy.__name__]
 
 
 # --- tensors: every spec checked against its buffer ------------------------------
