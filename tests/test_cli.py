@@ -331,7 +331,7 @@ REFUSED = [
     _refused(["show", f"{MODULE}:Outer.Missing"], f"{PROG}: error: module '{MODULE}' has no class 'Outer.Missing'"),
     _refused(["show", f"{MODULE}:function"], f"{PROG}: error: {MODULE}:function is not a class"),
     _refused(["show", f"{MODULE}:VALUE"], f"{PROG}: error: {MODULE}:VALUE is not a class"),
-    # README: "metakit: error: JSONDecoder is not a dataclass"
+    # README: "$ metakit show json:JSONDecoder / metakit: error: JSONDecoder is not a dataclass"
     _refused(["show", f"{MODULE}:NotADataclass"], f"{PROG}: error: NotADataclass is not a dataclass"),
     _refused(["show", f"{MODULE}:Step", "extra"], f"{PROG} show: error: unrecognized arguments: extra", SHOW_USAGE),
     _refused(["show", "--bogus", f"{MODULE}:Step"], f"{PROG} show: error: unrecognized arguments: --bogus", SHOW_USAGE),
