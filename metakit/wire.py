@@ -799,16 +799,8 @@ class _Packer:
     def value(self, value: object) -> Any:  # noqa: PLR0911  # one return per kind of value
         kind = type(value)
         if kind in _PLAIN:
-            try:
-                if kind is int and not _MIN_INT <= value <= _MAX_INT:  # type: ignore[operator]
-                    raise _Refused(f"the int {value} does not fit in 64 bits{_OPT_IN}")
-                if kind is str and self.strict:
-                    _check_text(value)  # type: ignore[arg-type]
-            except _Refused:
-                if self.allow_pickle:
-                    return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
-                raise
-            return value
+            problem = _unwritable(value, self.strict) if self.strict or kind is int else None
+            return value if problem is None else self.pickled_instead(value, problem)
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
         if kind is torch.dtype or kind is torch.device:
@@ -852,13 +844,9 @@ class _Packer:
     def plain_dict(self, value: dict[Any, Any]) -> dict[str | int, Any] | msgspec.msgpack.Ext:
         for key in value:
             if type(key) is str:
-                if self.strict:
-                    try:
-                        _check_text(key)
-                    except _Refused:
-                        if self.allow_pickle:
-                            return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
-                        raise
+                problem = _unwritable(key, strict=True) if self.strict else None
+                if problem is not None:
+                    return self.pickled_instead(value, problem)
             elif type(key) is not int or not _MIN_INT <= key <= _MAX_INT:
                 if self.allow_pickle:  # msgpack's keys are plain: the dict travels pickled, as a whole
                     return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
@@ -873,6 +861,14 @@ class _Packer:
                     "an asdict_zerocopy() override or __getstate__"
                 )
         return dict(zip(value, self.items(value.items()), strict=True))
+
+    def pickled_instead(self, value: object, problem: str) -> msgspec.msgpack.Ext:
+        """*value*, which msgspec cannot write for *problem*, pickled if the sender opted in; else refused."""
+        if not self.allow_pickle:
+            raise _Refused(
+                f"{problem}; send it pickled with allow_pickle=True on both sides if the peers trust each other"
+            )
+        return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
 
     def other(self, value: object, kind: type) -> Any:
         """A value that msgpack has no word for: a dtype, a device, a record, or a pickle if allowed."""
@@ -1017,14 +1013,17 @@ class _Packer:
         return None
 
 
-_OPT_IN: Final = "; send it pickled with allow_pickle=True on both sides if the peers trust each other"
-
-
-def _check_text(text: str) -> None:
-    try:
-        text.encode()
-    except UnicodeEncodeError as error:
-        raise _Refused(f"the str {text[:40]!r} is not UTF-8 text: {error.reason}{_OPT_IN}") from None
+def _unwritable(value: object, strict: bool) -> str | None:
+    """Why msgspec cannot write the plain *value*, or ``None``: an int beyond 64 bits, or (the strict way,
+    which runs once msgspec has failed) a str that is not UTF-8 text."""
+    if type(value) is int and not _MIN_INT <= value <= _MAX_INT:
+        return f"the int {value} does not fit in 64 bits"
+    if strict and type(value) is str:
+        try:
+            value.encode()
+        except UnicodeEncodeError as error:
+            return f"the str {value[:40]!r} is not UTF-8 text: {error.reason}"
+    return None
 
 
 def _pickled(value: object) -> bytes:
