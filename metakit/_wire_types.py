@@ -38,7 +38,7 @@ import threading
 import types
 import typing
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import Field, fields
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
@@ -193,14 +193,19 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
     def explain(value: object, path: str) -> _Mismatch | None:
         if not isinstance(value, container):
             return _Mismatch(name, path, value)
-        for index, one in enumerate(cast("list[object]", value)):  # a list or a tuple: checked above
-            found = item.explain(one, f"{path}[{index}]")
-            if found is not None:
-                return found
-        return None
+        return _first_mismatch(item, value, path)  # type: ignore[arg-type]  # a list or a tuple: checked above
 
     exact = list[item.exact] if container == (list,) and item.exact is not Any else Any  # type: ignore[name-defined]
     return _Spec(check, name, explain, lists=kinds if list in container else frozenset(), exact=exact)
+
+
+def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismatch | None:
+    """The first of *values* that *item* refuses, named by its index after *path*; or ``None``."""
+    for index, one in enumerate(values):
+        found = item.explain(one, f"{path}[{index}]")
+        if found is not None:
+            return found
+    return None
 
 
 _ITERATED: Final = frozenset({list, tuple, dict, str, bytes})
@@ -220,13 +225,7 @@ def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
     def explain(value: object, path: str) -> _Mismatch | None:
         if not isinstance(value, abc):
             return _Mismatch(name, path, value)
-        if type(value) not in _ITERATED:
-            return None
-        for index, one in enumerate(cast("list[object]", value)):
-            found = item.explain(one, f"{path}[{index}]")
-            if found is not None:
-                return found
-        return None
+        return _first_mismatch(item, value, path) if type(value) in _ITERATED else None  # type: ignore[arg-type]
 
     return _Spec(check, name, explain)
 
