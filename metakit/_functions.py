@@ -12,10 +12,13 @@ import dataclasses
 import weakref
 from collections.abc import Iterable
 from dataclasses import is_dataclass
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from metakit._codegen import STATE, GeneratedMethods, generate
 from metakit._fields import ASDICT, ASTUPLE, layout_of
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "asdict_zerocopy",
@@ -26,7 +29,8 @@ __all__ = [
     "replace",
 ]
 
-_T = TypeVar("_T")
+_DataclassT = TypeVar("_DataclassT", bound="DataclassInstance")
+"""``replace``'s instance, bound as ``dataclasses.replace``'s is: a checker refuses what it refuses."""
 
 
 def _held(value: object) -> object:
@@ -195,7 +199,7 @@ def _refuse_if_hiding_fields(obj: object, caller: str) -> None:
         ) from None
 
 
-def replace(obj: _T, /, **changes: Any) -> _T:
+def replace(obj: _DataclassT, /, **changes: Any) -> _DataclassT:
     """A new instance of *obj*'s class with the fields in *changes* changed: ``dataclasses.replace``, faster.
 
     The semantics are ``dataclasses.replace``'s, errors included: the new
@@ -219,11 +223,11 @@ def replace(obj: _T, /, **changes: Any) -> _T:
             raise TypeError("replace() should be called on dataclass instances")
         methods = _plain_methods(type(obj))
     try:
-        result: _T = methods.replace(obj, **changes)
+        result: _DataclassT = methods.replace(obj, **changes)
     except AttributeError:
         if _hides_fields(obj):
             # ``dataclasses.replace`` fails before it makes anything: its own error.
-            return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+            return dataclasses.replace(obj, **changes)
         raise
     return result
 

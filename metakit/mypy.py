@@ -207,8 +207,6 @@ class ZeroCopyPlugin(Plugin):
         return None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        if fullname == _REPLACE:
-            return _replace_function
         function = _FUNCTIONS.get(fullname)
         if function == ASDICT:
             return _asdict_function
@@ -558,11 +556,6 @@ def _astuple_function(ctx: FunctionContext) -> Type:
     return _astuple_result(ctx.api, _function_receivers(ctx, ASTUPLE), ctx.default_return_type)
 
 
-def _replace_function(ctx: FunctionContext) -> Type:
-    _function_receivers(ctx, "replace")  # for its errors: a class, or what is never a dataclass
-    return ctx.default_return_type
-
-
 def _asdict_result(
     api: CheckerPluginInterface, receivers: list[Instance] | None, skip: _Given | None, default: Type
 ) -> Type:
@@ -697,9 +690,12 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
             )
             return None
         receiver = _instance(typ)
+        never = "None" if isinstance(typ, NoneType) else None
         if cls is None and receiver is not None and _never_a_dataclass(receiver.type):
+            never = _qualname(receiver.type)
+        if never is not None:
             ctx.api.fail(
-                f"{function}() takes a dataclass instance, but {_qualname(receiver.type)} is not a dataclass",
+                f"{function}() takes a dataclass instance, but {never} is not a dataclass",
                 ctx.context,
                 code=METAKIT_ERROR,
             )

@@ -57,6 +57,7 @@ broadcast(skipped)
 assert_type(skipped.get("block_tables"), torch.Tensor | None)
 broadcast(metakit.asdict_zerocopy(meta))  # the function form is a dict[str, Any] for pyright
 assert_type(meta.__replace__(page_size=32), FlashInferMetadata)
+assert_type(metakit.replace(meta, page_size=32), FlashInferMetadata)
 """
 
 BAD = {
@@ -68,6 +69,8 @@ BAD = {
     "a skipped key": 'make_flashinfer_metadata().asdict_zerocopy(skip_fields={"head_dim"})["head_dim"]',
     "a str as skip_fields": 'make_flashinfer_metadata().asdict_zerocopy(skip_fields="slot_mapping")',
     "an unknown field to __replace__": "make_flashinfer_metadata().__replace__(page_sise=32)",
+    "None to metakit.replace": "metakit.replace(None)",
+    "a record that may be None to metakit.replace": "metakit.replace(make_flashinfer_metadata() if id(0) else None)",
 }
 
 
@@ -92,7 +95,7 @@ def test_good_usage_is_clean(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def bad_errors(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
-    source = "from metakit.examples.engine import make_flashinfer_metadata\n" + "\n".join(BAD.values()) + "\n"
+    source = "import metakit; from metakit.examples.engine import make_flashinfer_metadata\n" + "\n".join(BAD.values()) + "\n"
     return basedpyright(with_stubs(tmp_path_factory.mktemp("bad"), source), ["usage.py"])
 
 

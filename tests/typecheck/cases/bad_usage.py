@@ -100,10 +100,27 @@ def skip_fields_that_may_be_a_str(
     metakit.asdict_zerocopy(meta, skip_fields=maybe)  # E: the function form too
 
 
+class PlainConfig:
+    page_size: int = 16
+
+
 def never_a_dataclass(number: int, text: str) -> None:
     metakit.astuple_zerocopy(number)  # E: an int is never a dataclass
     metakit.asdict_zerocopy(text)  # E: nor is a str
     metakit.replace(number)  # E: replace() too
+
+
+def maybe_none(meta: Optional[PagedMetadata]) -> None:
+    metakit.asdict_zerocopy(meta)  # E: None is never a dataclass
+    metakit.astuple_zerocopy(meta)  # E: the same
+    metakit.asdict_zerocopy(None)  # E: the same
+    metakit.replace(meta, use_cuda_graph=True)  # E: as mypy checks dataclasses.replace
+
+
+def replace_as_dataclasses_replace(config: PlainConfig, anything: object) -> None:
+    metakit.replace(config)  # E: a plain class, which dataclasses.replace refuses too
+    metakit.replace(anything)  # E: so is object
+    metakit.replace(PagedMetadata)  # E: so is a class
 
 
 def replace_checks_names_and_types(meta: PagedMetadata) -> None:
