@@ -96,7 +96,8 @@ def assert_zerocopy_class(cls: type) -> None:
     slots classes work too: for a field annotated as a tensor (or whose
     annotation, where it cannot be resolved, names ``Tensor``), a small
     strided ``int16`` tensor of its own, which a copy or a conversion
-    always changes; an object of its own for any other.  ``ClassVar`` and
+    always changes; for one annotated as a list or a dict, a list or a
+    dict of its own; an object of its own for any other.  ``ClassVar`` and
     ``InitVar`` pseudo-fields are not fields and get none.  A generic alias
     such as ``Box[int]`` checks ``Box``.  The replace check runs
     ``__init__`` and ``__post_init__`` as ``dataclasses.replace`` does, so
@@ -276,9 +277,9 @@ def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
     """Set each field of *obj* to a new sentinel; return *notes* and one for each field that reads another value."""
     name = _name(cls)
     found: list[str] = []
-    tensors = _tensor_fields(cls)
+    kinds = _sentinel_kinds(cls)
     for f in dataclasses.fields(cls):
-        sentinel = _tensor_sentinel() if f.name in tensors else _Sentinel(f"{name}.{f.name}")
+        sentinel = _sentinel(kinds.get(f.name), f"{name}.{f.name}")
         try:
             object.__setattr__(obj, f.name, sentinel)
             value = getattr(obj, f.name)
@@ -296,38 +297,56 @@ def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
     return (*notes, *(note for note in found if note not in notes))
 
 
-def _tensor_sentinel() -> Any:
-    """A tensor of its own that a copy always changes: strided (``contiguous()`` copies it) and of a dtype that
-    conversions to the usual ones (``float()``, ``long()``, ``to(torch.int32)``) copy."""
+def _sentinel(kind: type | None, label: str) -> Any:
+    """A value of its own for a field whose annotation names *kind*: one that a copy always changes.
+
+    A tensor is strided (``contiguous()`` copies it) and of a dtype that the
+    usual conversions (``float()``, ``long()``, ``to(torch.int32)``) copy; a
+    list or a dict holds one sentinel, so that code that copies only lists
+    or dicts (``list(value)``, ``dict(value)``) runs on it; any other field
+    gets an object of its own.
+    """
+    if kind is None:
+        return _Sentinel(label)
+    if kind is list:
+        return [_Sentinel(f"{label}[0]")]
+    if kind is dict:
+        return {"key": _Sentinel(f"{label}['key']")}
     torch = sys.modules["torch"]
     return torch.zeros(4, dtype=torch.int16)[::2]
 
 
-def _tensor_fields(cls: type) -> frozenset[str]:
-    """The fields of *cls* annotated as tensors (``torch.Tensor``, a subclass, a union with one).
+def _sentinel_kinds(cls: type) -> dict[str, type]:
+    """The fields of *cls* annotated as a tensor (``torch.Tensor``, a subclass), a list or a dict, or as a union
+    with one, each with that type (a tensor first).
 
-    None where torch was not imported: then no annotation names a tensor.
+    Where an annotation cannot be resolved, its text names a tensor by the
+    word ``Tensor``; where torch was not imported, no annotation names one.
     """
     torch = sys.modules.get("torch")
-    if torch is None:
-        return frozenset()
+    shapes = (list, dict) if torch is None else (torch.Tensor, list, dict)
     try:
         hints = typing.get_type_hints(cls)
     except Exception:  # a name imported only for type checkers: read as text, a word Tensor names one
+        if torch is None:
+            return {}
         written = {f.name: f.type if type(f.type) is str else repr(f.type) for f in dataclasses.fields(cls)}
-        return frozenset(name for name, text in written.items() if _TENSOR_WORD.search(text))
-    return frozenset(name for name, hint in hints.items() if _names_a_tensor(hint, torch.Tensor))
+        return {name: torch.Tensor for name, text in written.items() if _TENSOR_WORD.search(text)}
+    kinds = {name: next((shape for shape in shapes if _names(hint, shape)), None) for name, hint in hints.items()}
+    return {name: kind for name, kind in kinds.items() if kind is not None}
 
 
 _TENSOR_WORD = re.compile(r"\bTensor\b")
 
 
-def _names_a_tensor(hint: object, tensor: type) -> bool:
-    if isinstance(hint, type):
-        return issubclass(hint, tensor)
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return any(_names_a_tensor(option, tensor) for option in typing.get_args(hint))
-    return False
+def _names(hint: object, shape: type) -> bool:
+    """Whether the annotation *hint* takes a value of *shape* (a subclass, ``list[int]``, a union with one)."""
+    origin = typing.get_origin(hint)  # first: ``list[int]`` passes for a type on 3.10
+    if origin in (typing.Union, types.UnionType):
+        return any(_names(option, shape) for option in typing.get_args(hint))
+    if origin is not None:
+        return origin is shape
+    return isinstance(hint, type) and issubclass(hint, shape)
 
 
 def _made_by_init(bare: object) -> object | None:

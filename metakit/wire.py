@@ -98,7 +98,7 @@ from metakit._wire_types import FieldChecks, field_checks, mismatch, mismatch_at
 
 __all__ = ["FORMAT", "Packed", "WireError", "buffer_count", "pack", "unpack"]
 
-FORMAT: Final = 4
+FORMAT: Final = 5
 """The version of the format; bumped whenever what a header says changes."""
 
 _MAGIC: Final = b"MKW"
@@ -333,8 +333,12 @@ class _Codec:
         self.name = f"{cls.__module__}:{cls.__qualname__}"
         self.fields = tuple(f.name for f in all_fields)
         self.position = {name: index for index, name in enumerate(self.fields)}
-        self.digest = zlib.crc32("\n".join(self.fields).encode())
         self.default_names = tuple(f.name for f in all_fields if not is_omitted(f))
+        # Which fields travel is part of the class: two sides that mark other fields OMIT would
+        # read the values in other places.
+        self.digest = zlib.crc32(
+            "\n".join(name if name in self.default_names else f"{name} OMIT" for name in self.fields).encode()
+        )
         self.travelling = frozenset(self.default_names)
         self.init = frozenset(f.name for f in all_fields if f.init)
         self.later = any(not f.init for f in all_fields)
@@ -1647,7 +1651,7 @@ class _Reader:
         codec = _codec(cls)
         if digest != codec.digest:
             raise WireError(
-                f"{qualname} has the fields {codec.fields} here, but the sender's differ: "
+                f"{qualname} has the fields {codec.fields} here, {_omitted(codec)}, but the sender's differ: "
                 "do both sides run the same code?"
             )
         builder = codec.builder(cls) if positions is None else None
@@ -1777,6 +1781,12 @@ class _Reader:
         if strangers:
             raise WireError(f"{qualname}: the field {strangers[0]!r} never travels (an OMIT field), but arrived")
         return names
+
+
+def _omitted(codec: _Codec) -> str:
+    """Which fields of *codec*'s class are ``OMIT``, as a message says it."""
+    omitted = [name for name in codec.fields if name not in codec.travelling]
+    return f"with OMIT on {', '.join(map(repr, omitted))}" if omitted else "none of them OMIT"
 
 
 def _one_per_name(values: object, names: tuple[str, ...], cls: type, where: str) -> list[Any]:

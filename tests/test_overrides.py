@@ -7,7 +7,6 @@ function forms never call an override.
 """
 
 import abc
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -1410,6 +1409,10 @@ class LateChanges(RuleBasedStateMachine):
         self.user: dict[tuple[type, str], tuple[str, bool]] = {}  # (class, method) -> (tag, calls_super)
         self.mixins: list[type] = []
         self.counter = itertools.count()
+        # The dataclasses whose own __replace__ (3.13+) was deleted. README: "`del
+        # Cls.asdict_zerocopy` (or `__replace__`, unless a base has a user's) brings the
+        # generated method back": a call goes on to the bases, as it would in plain Python.
+        self.disowned: set[type] = set()
 
     # ---- the reference model ------------------------------------------------------------
 
@@ -1425,7 +1428,7 @@ class LateChanges(RuleBasedStateMachine):
         if inf is None or not inf.decorated:
             return False
         if method == "__replace__" and PY313_STATEFUL:
-            return True  # dataclasses itself gives every dataclass a __replace__ on 3.13
+            return k not in self.disowned  # dataclasses gives every dataclass a __replace__ on 3.13
         return self.resolve(k, method, 1) is None
 
     def resolve(self, cls: type, method: str, start: int) -> type | None:
@@ -1628,8 +1631,12 @@ class LateChanges(RuleBasedStateMachine):
         else:
             # DESIGN: "After `del Cls.asdict_zerocopy` the class gets its own generated method
             # back, never a base's." (whether del of a generated method is refused is not said)
-            with contextlib.suppress(AttributeError):
+            try:
                 delattr(inf.cls, m)
+            except AttributeError:
+                return
+        if m == "__replace__" and PY313_STATEFUL and "__dataclass_fields__" in inf.cls.__dict__:
+            self.disowned.add(inf.cls)
 
     def super_can_reach(self, k: type) -> bool:
         """Whether an override that calls super() sits before k in some class's MRO."""

@@ -315,6 +315,27 @@ def test_deleting_a_subclass_replace_reaches_the_users_replace_above_as_python_w
     assert calls == ["Sub"]
 
 
+@pytest.mark.parametrize("metaclass", [ZeroCopyFields, type], ids=["metakit", "plain"])
+def test_deleting_replace_reaches_a_mixins_replace_as_python_would(metaclass):
+    # Found by the LateChanges state machine with more examples: a mixin listed first.
+    class Mixin:
+        def __replace__(self, /, **changes):
+            return ("mixin", changes)
+
+    @dataclass
+    class Record(Mixin, metaclass=metaclass):
+        a: int = 1
+
+    if PY313:  # the dataclass's own __replace__, then the mixin's once it is deleted
+        assert Record().__replace__(a=2) == Record(2)
+        del Record.__replace__
+    else:  # no __replace__ of its own to delete
+        with pytest.raises(AttributeError):
+            del Record.__replace__
+    assert Record().__replace__(a=3) == ("mixin", {"a": 3})
+    assert metakit.replace(Record(), a=4) == Record(4)
+
+
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 @pytest.mark.parametrize("target", ["class", "base", "grandbase"])
 def test_late_new_on_ancestors_switches_replace_to_keywords(target, warm):

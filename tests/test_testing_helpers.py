@@ -744,7 +744,11 @@ def test_the_class_helper_runs_no_init_and_sets_every_field_to_its_own_sentinel(
     assert_zerocopy_class(WithInitVar)
     (obj,) = seen
     values = [getattr(obj, f.name) for f in dataclasses.fields(WithInitVar)]
-    assert [repr(value) for value in values] == ["<sentinel WithInitVar.lens>", "<sentinel WithInitVar.scaled>"]
+    # A list field's sentinel is a list of its own, holding one sentinel.
+    assert [repr(value) for value in values] == [
+        "[<sentinel WithInitVar.lens[0]>]",
+        "[<sentinel WithInitVar.scaled[0]>]",
+    ]
     assert "scale" not in vars(obj)  # an InitVar is no field, and __post_init__ never ran
 
 
@@ -1689,6 +1693,30 @@ class ModelInputForGPUWithSamplingMetadata(ModelInputForGPU):
 def test_frozen_model_inputs_under_an_abstract_base_pass(cls):
     assert_zerocopy_class(cls)
     assert_zerocopy(cls(input_tokens=[1, 2], input_positions=[0, 1], attn_metadata=AttentionMetadata(0, 0, 2, [5, 9])))
+
+
+@pytest.mark.parametrize(
+    ("annotation", "copy_of"), [("Optional[List[int]]", list), ("list[int] | None", list), ("Dict[str, int]", dict)]
+)
+def test_an_override_that_copies_only_lists_or_dicts_is_reported_by_the_class_helper(annotation, copy_of):
+    # The sentinel of a list or dict field is a list or dict: an override that copies only values of
+    # that type runs its copy on it.  (Found by an outside tester: vLLM's seq_lens.)
+    namespace = {"dataclass": dataclass, "ZeroCopy": ZeroCopy, "copy_of": copy_of}
+    exec(
+        "from typing import Dict, List, Optional\n"
+        "@dataclass\n"
+        "class DecodeMetadata(ZeroCopy):\n"
+        "    num_decode_tokens: int\n"
+        f"    seq_lens: {annotation} = None\n"
+        "    def asdict_zerocopy(self, skip_fields=None):\n"
+        "        d = super().asdict_zerocopy(skip_fields)\n"
+        "        if isinstance(d.get('seq_lens'), copy_of):\n"
+        "            d['seq_lens'] = copy_of(d['seq_lens'])\n"
+        "        return d\n",
+        namespace,
+    )
+    with pytest.raises(AssertionError, match=r"\['seq_lens'\] is not the object the instance holds"):
+        assert_zerocopy_class(namespace["DecodeMetadata"])
 
 
 def test_a_frozen_model_input_that_copies_its_tokens_is_reported():

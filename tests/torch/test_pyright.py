@@ -95,7 +95,11 @@ def test_good_usage_is_clean(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def bad_errors(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
-    source = "import metakit; from metakit.examples.engine import make_flashinfer_metadata\n" + "\n".join(BAD.values()) + "\n"
+    source = (
+        "import metakit; from metakit.examples.engine import make_flashinfer_metadata\n"
+        + "\n".join(BAD.values())
+        + "\n"
+    )
     return basedpyright(with_stubs(tmp_path_factory.mktemp("bad"), source), ["usage.py"])
 
 

@@ -11,6 +11,7 @@ rank 0 that writes frames by hand and a rank 1 watched by an audit hook.
 from __future__ import annotations
 
 import datetime
+import gc
 import math
 import pickle
 import re
@@ -184,6 +185,34 @@ def test_a_class_name_that_no_zerocopy_class_bears_is_refused_without_an_import(
 def test_a_digest_of_other_fields_is_refused() -> None:
     header, buffers = _edited(_step(), lambda body: body.__setitem__(1, body[1] ^ 1))
     _refused(header, buffers, "but the sender's differ")
+
+
+def _skewed(omitted: str) -> type:
+    """A class of the same name and fields each time, with *omitted* its OMIT field."""
+
+    @dataclass
+    class Skewed(ZeroCopy):
+        first: int = field(default=0, metadata=OMIT if omitted == "first" else None)
+        second: int = field(default=0, metadata=OMIT if omitted == "second" else None)
+        third: int = 0
+
+    return Skewed
+
+
+def test_a_class_whose_other_fields_are_omit_is_refused() -> None:
+    # A driver and workers that run different code: the same fields, OMIT on another one.  The
+    # values would land in the wrong fields.  (Found by an outside tester.)
+    sender = _skewed("second")
+    header, buffers = wire.pack(sender(1, 2, 3))
+    assert sender(1, 2, 3).asdict_zerocopy() == {"first": 1, "third": 3}
+    del sender
+    gc.collect()
+    receiver = _skewed("first")
+    assert _refused(header, buffers, "with OMIT on 'first', but the sender's differ")
+    del receiver
+    gc.collect()
+    same = _skewed("second")
+    assert wire.unpack(header, buffers) == same(1, 0, 3)
 
 
 @pytest.mark.parametrize(
