@@ -93,13 +93,14 @@ def assert_zerocopy_class(cls: type) -> None:
     The instance is made with ``cls.__new__(cls)``, without ``__init__`` or
     ``__post_init__``, and each field, ``init=False`` ones included, is set
     with ``object.__setattr__`` to a sentinel of its own, so frozen and
-    slots classes work too: for a field annotated as a tensor (or whose
-    annotation, where it cannot be resolved, names ``Tensor``), a small
+    slots classes work too: for a field annotated as a tensor, a small
     strided ``int16`` tensor of its own, which a copy or a conversion
     always changes; for one annotated as a list or a dict, a list or a
-    dict of its own; an object of its own for any other.  ``ClassVar`` and
-    ``InitVar`` pseudo-fields are not fields and get none.  A generic alias
-    such as ``Box[int]`` checks ``Box``.  The replace check runs
+    dict of its own; an object of its own for any other.  Annotations are
+    read as ``dataclasses`` left them, never evaluated (text names a tensor
+    by the word ``Tensor``).  ``ClassVar`` and ``InitVar`` pseudo-fields are
+    not fields and get none.  A generic alias such as ``Box[int]`` checks
+    ``Box``.  The replace check runs
     ``__init__`` and ``__post_init__`` as ``dataclasses.replace`` does, so
     they see the sentinels; where that makes an instance whose fields can
     all be read, every check runs on it too (an override that returns what
@@ -317,36 +318,42 @@ def _sentinel(kind: type | None, label: str) -> Any:
 
 
 def _sentinel_kinds(cls: type) -> dict[str, type]:
-    """The fields of *cls* annotated as a tensor (``torch.Tensor``, a subclass), a list or a dict, or as a union
-    with one, each with that type (a tensor first).
-
-    Where an annotation cannot be resolved, its text names a tensor by the
-    word ``Tensor``; where torch was not imported, no annotation names one.
-    """
-    torch = sys.modules.get("torch")
-    shapes = (list, dict) if torch is None else (torch.Tensor, list, dict)
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # a name imported only for type checkers: read as text, a word Tensor names one
-        if torch is None:
-            return {}
-        written = {f.name: f.type if type(f.type) is str else repr(f.type) for f in dataclasses.fields(cls)}
-        return {name: torch.Tensor for name, text in written.items() if _TENSOR_WORD.search(text)}
-    kinds = {name: next((shape for shape in shapes if _names(hint, shape)), None) for name, hint in hints.items()}
+    """The fields of *cls* annotated as a tensor, a list or a dict (see ``_kind``), each with that type."""
+    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    kinds = {f.name: _kind(f.type, tensor) for f in dataclasses.fields(cls)}
     return {name: kind for name, kind in kinds.items() if kind is not None}
 
 
-_TENSOR_WORD = re.compile(r"\bTensor\b")
+def _kind(hint: object, tensor: type | None) -> type | None:
+    """*tensor*, ``list`` or ``dict``, if the annotation *hint* takes one (a subclass, ``list[int]``, a union with
+    one: a tensor first); else ``None``.
 
-
-def _names(hint: object, shape: type) -> bool:
-    """Whether the annotation *hint* takes a value of *shape* (a subclass, ``list[int]``, a union with one)."""
+    The annotation is read as ``dataclasses`` left it, never evaluated: text
+    (``from __future__ import annotations``, a forward reference) names a
+    tensor by the word ``Tensor``, else a list or a dict by the first of the
+    words ``list``, ``List``, ``dict`` and ``Dict``.  Where torch was not
+    imported, *tensor* is ``None`` and no annotation names one.
+    """
+    if isinstance(hint, typing.ForwardRef):
+        hint = hint.__forward_arg__
+    if isinstance(hint, str):
+        if tensor is not None and _TENSOR_WORD.search(hint):
+            return tensor
+        word = _CONTAINER_WORD.search(hint)
+        return None if word is None else list if word[0].lower() == "list" else dict
     origin = typing.get_origin(hint)  # first: ``list[int]`` passes for a type on 3.10
     if origin in (typing.Union, types.UnionType):
-        return any(_names(option, shape) for option in typing.get_args(hint))
+        kinds = [kind for option in typing.get_args(hint) if (kind := _kind(option, tensor)) is not None]
+        return tensor if tensor in kinds else next(iter(kinds), None)
     if origin is not None:
-        return origin is shape
-    return isinstance(hint, type) and issubclass(hint, shape)
+        return origin if origin in (list, dict) else None
+    if not isinstance(hint, type):
+        return None
+    return next((kind for kind in (tensor, list, dict) if kind is not None and issubclass(hint, kind)), None)
+
+
+_TENSOR_WORD = re.compile(r"\bTensor\b")
+_CONTAINER_WORD = re.compile(r"\b(?:list|List|dict|Dict)\b")
 
 
 def _made_by_init(bare: object) -> object | None:

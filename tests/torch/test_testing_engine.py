@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -152,3 +154,39 @@ def test_a_tensor_field_read_as_a_new_view_each_time_is_not_reported_as_copied()
     assert record.slot_mapping is not record.slot_mapping
     assert_zerocopy(record)
     assert_zerocopy_class(WithFlatSlots)
+
+
+_TEXT_ANNOTATIONS = """
+from __future__ import annotations
+import copy
+from dataclasses import dataclass
+from typing import List, Optional
+import torch
+from metakit import ZeroCopy
+
+@dataclass
+class Step(ZeroCopy):
+    count: counted()
+    slot_mapping: torch.Tensor | None = None
+    seq_lens: Optional[List[int]] = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        d = super().asdict_zerocopy(skip_fields)
+        if isinstance(d.get(copied), (torch.Tensor, list)):
+            d[copied] = copy.copy(d[copied])
+        return d
+"""
+
+
+@pytest.mark.parametrize("copied", ["slot_mapping", "seq_lens"])
+def test_the_class_helper_reads_text_annotations_without_evaluating_them(copied, monkeypatch):
+    # DESIGN: "Classes never have their annotations evaluated".  The sentinels still follow the
+    # text: a tensor field gets a tensor and a list field a list, so a copy of either shows.
+    evaluations = []
+    module = types.ModuleType("text_annotations")
+    module.__dict__.update(counted=lambda: evaluations.append(1) or int, copied=copied)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(_TEXT_ANNOTATIONS, "<text annotations>", "exec", dont_inherit=True), module.__dict__)
+    with pytest.raises(AssertionError, match=rf"\['{copied}'\] is not the object the instance holds"):
+        assert_zerocopy_class(module.Step)
+    assert evaluations == []
