@@ -529,6 +529,10 @@ def _check_iterable_of_str(api: CheckerPluginInterface, info: TypeInfo, expr: Ex
                 )
         return
     expected = UnionType([api.named_generic_type("typing.Iterable", [str_type]), NoneType()])
+    if is_subtype(typ, expected):
+        # Inferred against the declared Any, a comprehension or a generic call holds Any
+        # (``[x for x in range(2)]`` is ``list[Any]``): inferred on its own, it says what it holds.
+        typ = api.get_expression_type(expr)
     if not is_subtype(typ, expected):
         api.fail(
             f"skip_fields must be an iterable of field names, not {format_type(typ, api.options)}",

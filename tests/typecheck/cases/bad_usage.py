@@ -90,6 +90,14 @@ def skip_fields_of_the_wrong_type(meta: PagedMetadata, anything: Any) -> None:
     meta.asdict_zerocopy(skip_fields=["slot_mapping", *["is_prompt"]])
 
 
+def skip_fields_made_by_a_comprehension_or_a_call(meta: PagedMetadata, ints: list[int]) -> None:
+    # Inferred against the declared Any, each of these is a list[Any], set[Any] or Generator[Any, ...].
+    meta.asdict_zerocopy(skip_fields=[n * 2 for n in range(2)])  # E: a list comprehension of ints
+    meta.asdict_zerocopy(skip_fields={n + 1 for n in ints})  # E: a set comprehension of ints
+    meta.asdict_zerocopy(skip_fields=(n for n in ints))  # E: a generator of ints
+    meta.asdict_zerocopy(skip_fields=sorted(ints))  # E: a generic call's list of ints
+
+
 def skip_fields_that_may_be_a_str(
     meta: PagedMetadata, two: Literal["a", "b"], maybe: Optional[str], either: Union[str, Set[str]], name: MyStr
 ) -> None:

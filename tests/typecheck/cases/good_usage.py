@@ -180,6 +180,14 @@ def non_literal_skip(meta: FlashInferMetadata, skip: Iterable[str], names: set[s
     page_size: int = maybe.get("page_size", 16)
 
 
+def skip_fields_made_by_a_comprehension_or_a_call(base: AttentionMetadata, names: list[str]) -> None:
+    base.asdict_zerocopy(skip_fields=[name for name in names if name])
+    base.asdict_zerocopy(skip_fields={name.strip() for name in names})
+    base.asdict_zerocopy(skip_fields=(name for name in names))
+    base.asdict_zerocopy(skip_fields=sorted(names))
+    base.asdict_zerocopy(skip_fields=set())
+
+
 def function_forms(meta: FlashInferMetadata, base: AttentionMetadata, either: AttentionMetadata | Direct) -> None:
     assert_type(metakit.asdict_zerocopy(meta), FlashInferDict)
     assert_type(metakit.asdict_zerocopy(meta, {"slot_mapping"}), FlashInferSkippedDict)
