@@ -334,12 +334,12 @@ class _Codec:
         self.fields = tuple(f.name for f in all_fields)
         self.position = {name: index for index, name in enumerate(self.fields)}
         self.default_names = tuple(f.name for f in all_fields if not is_omitted(f))
+        self.travelling = frozenset(self.default_names)
         # Which fields travel is part of the class: two sides that mark other fields OMIT would
         # read the values in other places.
         self.digest = zlib.crc32(
-            "\n".join(name if name in self.default_names else f"{name} OMIT" for name in self.fields).encode()
+            "\n".join(name if name in self.travelling else f"{name} OMIT" for name in self.fields).encode()
         )
-        self.travelling = frozenset(self.default_names)
         self.init = frozenset(f.name for f in all_fields if f.init)
         self.later = any(not f.init for f in all_fields)
         """Whether the class has ``init=False`` fields, set after ``__init__``."""
