@@ -31,7 +31,6 @@ import importlib
 import inspect
 import operator
 import pkgutil
-import re
 import sys
 import types
 import typing
@@ -97,10 +96,10 @@ def assert_zerocopy_class(cls: type) -> None:
     strided ``int16`` tensor of its own, which a copy or a conversion
     always changes; for one annotated as a list or a dict, a list or a
     dict of its own; an object of its own for any other.  Annotations are
-    read as ``dataclasses`` left them, never evaluated (text names a tensor
-    by the word ``Tensor``).  ``ClassVar`` and ``InitVar`` pseudo-fields are
-    not fields and get none.  A generic alias such as ``Box[int]`` checks
-    ``Box``.  The replace check runs
+    read as ``dataclasses`` left them, never evaluated: text by its outer
+    names (``Optional[Dict[str, Tensor]]`` is a dict).  ``ClassVar`` and
+    ``InitVar`` pseudo-fields are not fields and get none.  A generic alias
+    such as ``Box[int]`` checks ``Box``.  The replace check runs
     ``__init__`` and ``__post_init__`` as ``dataclasses.replace`` does, so
     they see the sentinels; where that makes an instance whose fields can
     all be read, every check runs on it too (an override that returns what
@@ -325,35 +324,68 @@ def _sentinel_kinds(cls: type) -> dict[str, type]:
 
 
 def _kind(hint: object, tensor: type | None) -> type | None:
-    """*tensor*, ``list`` or ``dict``, if the annotation *hint* takes one (a subclass, ``list[int]``, a union with
-    one: a tensor first); else ``None``.
+    """*tensor*, ``list`` or ``dict``, if the annotation *hint* takes one: that type (a tensor, or a subclass of
+    one), ``list[int]`` or ``dict[str, X]``, a union with one (a tensor first), or ``Annotated`` or ``Final``
+    around one; else ``None``.
 
     The annotation is read as ``dataclasses`` left it, never evaluated: text
-    (``from __future__ import annotations``, a forward reference) names a
-    tensor by the word ``Tensor``, else a list or a dict by the first of the
-    words ``list``, ``List``, ``dict`` and ``Dict``.  Where torch was not
-    imported, *tensor* is ``None`` and no annotation names one.
+    (``from __future__ import annotations``, a forward reference) is taken
+    apart by its brackets, and names a tensor by the name ``Tensor``
+    (``torch.Tensor``), a list by ``list`` or ``List`` and a dict by ``dict``
+    or ``Dict``.  Where torch was not imported, *tensor* is ``None`` and no
+    annotation names one.
     """
     if isinstance(hint, typing.ForwardRef):
         hint = hint.__forward_arg__
     if isinstance(hint, str):
-        if tensor is not None and _TENSOR_WORD.search(hint):
-            return tensor
-        word = _CONTAINER_WORD.search(hint)
-        return None if word is None else list if word[0].lower() == "list" else dict
+        return _text_kind(hint, tensor)
     origin = typing.get_origin(hint)  # first: ``list[int]`` passes for a type on 3.10
     if origin in (typing.Union, types.UnionType):
-        kinds = [kind for option in typing.get_args(hint) if (kind := _kind(option, tensor)) is not None]
-        return tensor if tensor in kinds else next(iter(kinds), None)
+        return _first_kind([_kind(option, tensor) for option in typing.get_args(hint)], tensor)
+    if origin in (typing.Annotated, typing.Final):
+        return _kind(typing.get_args(hint)[0], tensor)
     if origin is not None:
         return origin if origin in (list, dict) else None
-    if not isinstance(hint, type):
-        return None
-    return next((kind for kind in (tensor, list, dict) if kind is not None and issubclass(hint, kind)), None)
+    if hint is list or hint is dict:
+        return hint
+    return tensor if tensor is not None and isinstance(hint, type) and issubclass(hint, tensor) else None
 
 
-_TENSOR_WORD = re.compile(r"\bTensor\b")
-_CONTAINER_WORD = re.compile(r"\b(?:list|List|dict|Dict)\b")
+def _first_kind(kinds: list[type | None], tensor: type | None) -> type | None:
+    """What a union of options of *kinds* takes: a tensor first, else the first list or dict."""
+    return tensor if tensor is not None and tensor in kinds else next((kind for kind in kinds if kind), None)
+
+
+def _text_kind(text: str, tensor: type | None) -> type | None:
+    """``_kind`` of an annotation written as *text*: its outermost name, or each option of a union."""
+    text = text.strip().strip("'\"").strip()
+    options = _split_top(text, "|")
+    if len(options) > 1:
+        return _first_kind([_text_kind(option, tensor) for option in options], tensor)
+    head, bracket, rest = text.partition("[")
+    name = head.strip().rpartition(".")[2]
+    arguments = _split_top(rest[: rest.rfind("]")], ",") if bracket else []
+    if name in ("Optional", "Union"):
+        return _first_kind([_text_kind(argument, tensor) for argument in arguments], tensor)
+    if name in ("Annotated", "Final") and arguments:
+        return _text_kind(arguments[0], tensor)
+    if name == "Tensor":
+        return tensor
+    return {"list": list, "List": list, "dict": dict, "Dict": dict}.get(name)
+
+
+def _split_top(text: str, separator: str) -> list[str]:
+    """*text* split at each *separator* outside brackets."""
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(text):
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append(text[start:at])
+            start = at + 1
+    return [*parts, text[start:]]
 
 
 def _made_by_init(bare: object) -> object | None:

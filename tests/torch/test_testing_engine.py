@@ -190,3 +190,54 @@ def test_the_class_helper_reads_text_annotations_without_evaluating_them(copied,
     with pytest.raises(AssertionError, match=rf"\['{copied}'\] is not the object the instance holds"):
         assert_zerocopy_class(module.Step)
     assert evaluations == []
+
+
+_SENTINEL_PROBE = """
+from dataclasses import dataclass
+from typing import Annotated, Dict, List, Optional, Tuple
+import torch
+from metakit import ZeroCopy
+
+@dataclass
+class Probe(ZeroCopy):
+    value: {annotation} = None
+
+    def asdict_zerocopy(self, skip_fields=None):
+        seen.append(type(self.value))
+        if isinstance(self.value, (list, dict)) and not self.value:  # as vLLM's inputs drop an empty dict
+            skip_fields = {{"value", *(skip_fields or ())}}
+        return super().asdict_zerocopy(skip_fields)
+"""
+
+
+@pytest.mark.parametrize(
+    ("annotation", "expected"),
+    [
+        ("Dict[str, torch.Tensor]", dict),
+        ("Optional[Dict[str, torch.Tensor]]", dict),
+        ("dict[str, torch.Tensor] | None", dict),
+        ("Optional[List[torch.Tensor]]", list),
+        ("List[int]", list),
+        ("Annotated[List[int], 'doc']", list),
+        ("Optional[torch.Tensor]", torch.Tensor),
+        ("torch.Tensor | None", torch.Tensor),
+        ("Optional[Tuple[torch.Tensor, torch.Tensor]]", None),
+        ("int", None),
+    ],
+)
+@pytest.mark.parametrize("text", [False, True], ids=["live", "text"])
+def test_a_fields_sentinel_follows_its_annotations_outer_type(annotation, expected, text, monkeypatch):
+    # A text annotation (from __future__ import annotations) is read by its outer type as a live
+    # one is: a dict of tensors gets a dict, not a tensor.  (Found by an outside tester: the word
+    # Tensor anywhere in the text made a tensor, and a correct override failed on it.)
+    seen: list[type] = []
+    module = types.ModuleType("sentinel_probe")
+    module.seen = seen  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    source = ("from __future__ import annotations\n" if text else "") + _SENTINEL_PROBE.format(annotation=annotation)
+    exec(compile(source, "<sentinel probe>", "exec", dont_inherit=True), module.__dict__)
+    assert_zerocopy_class(module.Probe)
+    if expected is None:
+        assert seen[0] not in (list, dict, torch.Tensor)
+    else:
+        assert seen[0] is expected
