@@ -127,9 +127,9 @@ def assert_zerocopy_class(cls: type) -> None:
         _stand_in(obj)
     try:
         _check_twice(obj, target, notes)
-    except _RaisedOnSentinels:
+    except _RaisedOnSentinels as error:
         if made is None:
-            raise
+            raise AssertionError(*error.args) from error.__cause__  # the user's error: no private class in it
         # Code that needs what __post_init__ sets (an override reading an attribute it makes):
         # the instance that __init__ made answers for the class.
     if made is not None:

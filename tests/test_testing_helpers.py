@@ -2087,3 +2087,27 @@ def test_a_field_named_dunder_replace_passes_as_copy_replace_sees_it():
     cls = make_dataclass("DunderField", [("__replace__", int), ("o", int, 0)], bases=(ZeroCopy,))
     mt.assert_zerocopy_class(cls)
     mt.assert_zerocopy(cls(1))
+
+
+def test_a_call_that_raises_on_the_sentinels_fails_with_a_plain_assertion_error():
+    # The override needs a real value, and __init__ refuses the sentinels, so no instance answers
+    # for the class: the failure names the call, with no private class of metakit's in it.
+    @dataclass
+    class NeedsRealValues(ZeroCopy):
+        num_tokens: int
+
+        def __post_init__(self) -> None:
+            if not isinstance(self.num_tokens, int):
+                raise TypeError("num_tokens must be an int")
+
+        def asdict_zerocopy(self, skip_fields=None):
+            d = super().asdict_zerocopy(skip_fields)
+            if "num_tokens" in d:
+                d["num_tokens"] = self.num_tokens + 0  # a small int stays the same object
+            return d
+
+    with pytest.raises(AssertionError, match="raised TypeError: unsupported operand") as error:
+        assert_zerocopy_class(NeedsRealValues)
+    assert type(error.value) is AssertionError
+    assert "for code that needs real values, check an instance you make with assert_zerocopy(obj)" in str(error.value)
+    assert_zerocopy(NeedsRealValues(3))
