@@ -694,9 +694,12 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
             )
             return None
         receiver = _instance(typ)
-        never = "None" if isinstance(typ, NoneType) else None
-        if cls is None and receiver is not None and _never_a_dataclass(receiver.type):
+        if isinstance(typ, NoneType):
+            never: str | None = "None"
+        elif cls is None and receiver is not None and _never_a_dataclass(receiver.type):
             never = _qualname(receiver.type)
+        else:
+            never = None
         if never is not None:
             ctx.api.fail(
                 f"{function}() takes a dataclass instance, but {never} is not a dataclass",

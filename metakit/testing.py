@@ -277,9 +277,9 @@ def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
     """Set each field of *obj* to a new sentinel; return *notes* and one for each field that reads another value."""
     name = _name(cls)
     found: list[str] = []
-    kinds = _sentinel_kinds(cls)
+    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
     for f in dataclasses.fields(cls):
-        sentinel = _sentinel(kinds.get(f.name), f"{name}.{f.name}")
+        sentinel = _sentinel(_kind(f.type, tensor), f"{name}.{f.name}")
         try:
             object.__setattr__(obj, f.name, sentinel)
             value = getattr(obj, f.name)
@@ -314,13 +314,6 @@ def _sentinel(kind: type | None, label: str) -> Any:
         return {"key": _Sentinel(f"{label}['key']")}
     torch = sys.modules["torch"]
     return torch.zeros(4, dtype=torch.int16)[::2]
-
-
-def _sentinel_kinds(cls: type) -> dict[str, type]:
-    """The fields of *cls* annotated as a tensor, a list or a dict (see ``_kind``), each with that type."""
-    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
-    kinds = {f.name: _kind(f.type, tensor) for f in dataclasses.fields(cls)}
-    return {name: kind for name, kind in kinds.items() if kind is not None}
 
 
 def _kind(hint: object, tensor: type | None) -> type | None:
