@@ -139,16 +139,20 @@ def takes_by_position(cls: type, arguments: tuple[str, ...]) -> bool:
 
 def layout_of(cls: type) -> Layout:
     """The ``Layout`` of the dataclass *cls*, read from its ``__dataclass_fields__`` (never its annotations)."""
+    if not _KINDS_KNOWN:  # the included names, and replace left to dataclasses
+        returned = included_names(cls)
+        return Layout(returned, CARRIED * len(returned), returned, False, False)
     names: list[str] = []
     roles: list[str] = []
     included: list[str] = []
     arguments: list[str] = []
     keyword_only = False
     for f in getattr(cls, "__dataclass_fields__").values():  # noqa: B009  # a dataclass's own attribute
-        kind = getattr(f, "_field_type", None)
+        name = f.name
+        kind = f._field_type  # as dataclasses.fields() reads it
         if kind is _CLASSVAR:
             continue
-        name = as_text(f.name)
+        name = as_text(name)
         names.append(name)
         if f.init:
             arguments.append(name)
@@ -158,7 +162,5 @@ def layout_of(cls: type) -> Layout:
             roles.append(REFUSED)
         if kind is not _INITVAR and not is_omitted(f):
             included.append(name)
-    if not _KINDS_KNOWN:
-        return Layout(tuple(names), "".join(roles), included_names(cls), False, False)
     by_position = not keyword_only and takes_by_position(cls, tuple(arguments))
     return Layout(tuple(names), "".join(roles), tuple(included), True, by_position)

@@ -116,13 +116,14 @@ class ZeroCopyFields(type):
         global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:  # the change and what the rules make of it, as one to other threads
             _changes = before = _changes + 1
-            if name in METHOD_NAMES and not is_ours(cls.__dict__, name, value):
+            users = name in METHOD_NAMES and not is_ours(cls.__dict__, name, value)
+            if users:
                 # A user's method is about to appear: whatever it can reach
                 # through ``super()`` must serve the instance's class before
                 # any thread can call it.
                 _guard_above(cls)
             super().__setattr__(name, value)
-            _watched_set(cls, name)
+            _watched_set(cls, name, users)
             if _changes != before:
                 _settle(cls, before)
 
@@ -191,7 +192,8 @@ def holds_fields(namespace: Mapping[str, Any]) -> bool:
     return type(namespace.get("__dataclass_fields__")) is dict
 
 
-def _watched_set(cls: type, name: str) -> None:
+def _watched_set(cls: type, name: str, users: bool) -> None:
+    """The rules for *cls*, whose attribute *name* was just set (*users*: to a user's method)."""
     namespace = cls.__dict__
     if name == "__dataclass_fields__":
         # ``dataclasses`` sets this once every field is known: the moment a
@@ -221,7 +223,7 @@ def _watched_set(cls: type, name: str) -> None:
             _install(cls)  # written by dataclasses, which set the fields just before
         else:
             _recheck_calls(cls)
-    elif STATE in namespace or type.__subclasses__(cls) or not is_ours(namespace, name, namespace.get(name)):
+    elif users or STATE in namespace or type.__subclasses__(cls):
         # A method name: a user's method, or one the rules take for metakit's
         # (such as ``dataclasses``' generic ``__replace__``, which the generated
         # one replaces).  A class with no methods nor subclasses yet waits.

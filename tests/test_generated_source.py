@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metakit
+import metakit._fields
 import metakit.testing
 import metakit.testing as mt
 
@@ -1000,3 +1001,32 @@ def test_a_template_is_built_on_the_second_sight_of_a_shape_only():
     key = "P" + "c" * (len(names) - 2) + "Rq"
     assert _template.template_for(layout_of_shape(key, names)) is None
     assert _template.template_for(layout_of_shape(key, names[::-1])) is not None
+
+
+# --- a Python whose dataclasses marks field kinds otherwise ------------------------------
+
+
+def test_where_field_kinds_are_unknown_replace_is_left_to_dataclasses(monkeypatch):
+    # metakit reads the kind of a field (ClassVar, InitVar) from private markers of
+    # dataclasses.  Without them, asdict_zerocopy still returns what fields() lists, less
+    # OMIT fields; replace is dataclasses.replace's own, with nothing written for it.
+    monkeypatch.setattr(metakit._fields, "_KINDS_KNOWN", False)
+
+    @dataclass
+    class Unknown(ZeroCopy):
+        shared: ClassVar[int] = 0
+        a: int
+        hidden: int = field(default=2, metadata=OMIT)
+        b: str = "b"
+        late: int = field(default=3, init=False)
+
+    obj = Unknown(1)
+    assert obj.asdict_zerocopy() == {"a": 1, "b": "b", "late": 3}
+    assert obj.astuple_zerocopy() == (1, "b", 3)
+    source = metakit.generated_source(Unknown)
+    assert "return _replace_by_dataclasses(self, changes)" in source
+    assert "hidden" not in source
+    assert "shared" not in source
+    assert metakit.replace(obj, b="c") == Unknown(1, b="c")
+    with pytest.raises(ValueError, match="late"):  # dataclasses' own refusal of an init=False field
+        metakit.replace(obj, late=4)

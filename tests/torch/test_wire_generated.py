@@ -12,7 +12,21 @@ import datetime
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, fields, make_dataclass, replace
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, NewType, NoReturn, Protocol, Tuple, TypedDict  # noqa: UP035
+from typing import (  # noqa: UP035
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Dict,
+    Final,
+    ForwardRef,
+    Literal,
+    NewType,
+    NoReturn,
+    Optional,
+    Protocol,
+    Tuple,
+    TypedDict,
+)
 
 import msgspec
 import pytest
@@ -580,6 +594,49 @@ def test_a_name_that_does_not_resolve_takes_any_value_and_the_rest_of_its_annota
     sent = msgspec.msgpack.Ext(2, msgspec.msgpack.encode(list(bad_value))) if type(bad_value) is tuple else bad_value
     with pytest.raises(WireError, match=rf"Expected `[^`]+`, got `[^`]+` - at `{path}`"):
         wire.unpack(_with_value(good, index, sent), wire.pack(good).buffers)
+
+
+# From 3.14 on (PEP 649/749), dataclasses reads annotations in the FORWARDREF format: a name not
+# defined yet becomes a ``ForwardRef`` inside an otherwise live annotation.  The same objects here.
+Deferred = make_dataclass(
+    "Deferred",
+    [
+        ("later", Optional[ForwardRef("DefinedLater")], None),  # noqa: UP045  # as 3.14 builds it
+        ("laters", list[ForwardRef("DefinedLater")], field(default_factory=list)),
+        ("by_name", Dict[str, ForwardRef("NeverImported")], field(default_factory=dict)),  # noqa: UP006
+        ("either", ForwardRef("int | DefinedLater"), 0),
+        ("tensor", ForwardRef("torch.Tensor | None"), None),
+    ],
+    bases=(ZeroCopy,),
+    namespace={"__module__": __name__},  # make_dataclass takes no module before 3.12
+)
+
+
+@dataclass
+class DefinedLater(ZeroCopy):
+    x: int = 0
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"later": 5}, r"Expected `DefinedLater \| None`, got `int` - at `\$\.later`"),
+        ({"laters": [1]}, r"Expected `DefinedLater`, got `int` - at `\$\.laters\[0\]`"),
+        ({"either": "s"}, r"Expected `int \| DefinedLater`, got `str` - at `\$\.either`"),
+        ({"tensor": 3}, r"Expected `torch.Tensor \| None`, got `int` - at `\$\.tensor`"),
+    ],
+)
+def test_forward_references_inside_live_annotations_are_read_when_a_record_first_travels(
+    changes: dict[str, Any], message: str
+) -> None:
+    record = Deferred(DefinedLater(1), [DefinedLater(2)], {"a": [1, "x"]}, DefinedLater(3), torch.ones(2))
+    arrived = wire.unpack(*wire.pack(record))
+    assert arrived.later == DefinedLater(1)
+    assert arrived.laters == [DefinedLater(2)]
+    assert arrived.by_name == {"a": [1, "x"]}  # a name that never resolves takes any value that travels
+    assert torch.equal(arrived.tensor, torch.ones(2))
+    with pytest.raises(TypeError, match=message):
+        wire.pack(replace(record, **changes))
 
 
 def test_a_field_annotated_never_takes_no_value() -> None:
