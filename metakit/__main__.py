@@ -2,7 +2,8 @@
 
 Every error a user can cause (a bad argument, a module that cannot be
 imported or raises, an output path that cannot be written) exits with
-status 2 and one line on stderr, before any work is done; Ctrl-C exits with
+status 2 and one line on stderr (after the usage, for a bad argument),
+before any work is done; Ctrl-C exits with
 status 130, and a reader that closes the output early (``| head``) makes it
 exit with status 141, as SIGPIPE would.  None of them prints a traceback.
 """
@@ -10,6 +11,7 @@ exit with status 141, as SIGPIPE would.  None of them prints a traceback.
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
 import sysconfig
@@ -59,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the process's exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     prog = program_name()
+    _buffer_stdout()
     try:
         try:
             status = _run(prog, args)
@@ -80,6 +83,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: error: cannot write the output: {_one_line(error)}", file=sys.stderr)
         return 2
     return status
+
+
+def _buffer_stdout() -> None:
+    """Write stdout through a buffer, a line at a time, where ``python -u`` (``PYTHONUNBUFFERED``) left none.
+
+    Unbuffered, a text stream writes straight to its file and drops what a
+    partial write leaves (a reader that stops in the middle of a large
+    output): the program would end with status 0 having written part of it.
+    A buffer writes the rest, and so meets the closed pipe.
+    """
+    raw = getattr(sys.stdout, "buffer", None)
+    if isinstance(raw, io.RawIOBase) and isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout = io.TextIOWrapper(
+            io.BufferedWriter(raw), encoding=sys.stdout.encoding, errors=sys.stdout.errors, line_buffering=True
+        )
 
 
 def _discard_stdout() -> None:

@@ -135,8 +135,13 @@ _files: Final[dict[str, weakref.ref[_Source]]] = {}
 entry is gone (``linecache.clearcache()``), so that no other code shows its source in the meantime."""
 _suffixes: Final[dict[str, int]] = {}
 """The last suffix that a label's file names took: live classes of one name with other fields (a
-factory's) take ``-2``, ``-3``, ..., each new one looking on from the last, at O(1) a class."""
+factory's) take ``-2``, ``-3``, ..., each new one looking on from the last, at O(1) a class.
+
+The suffixes come round again past twice the live code, so that a label's file names are bounded by
+what lives at once: from 3.13 on, a code object's file name is interned, and Python keeps each one
+it has seen (about 20 bytes a name, for good)."""
 _MOST_SUFFIXES: Final = 1024
+_SPARE_SUFFIXES: Final = 16
 
 
 def _forget_dead_in_python(refs: dict[Any, weakref.ref[Any]], key: object) -> None:
@@ -250,12 +255,15 @@ def _claim(label: str, lines: list[str], size: int) -> tuple[int, None, list[str
     """
     filename = f"<metakit {label}>"
     suffix = _suffixes.get(label, 1)
+    came_round = False
     while True:
         entry = (size, None, lines, filename)
         owner = _files.get(filename)
         if (owner is None or owner() is None) and linecache.cache.setdefault(filename, entry) is entry:
             return entry
         suffix += 1
+        if suffix > 2 * len(_files) + _SPARE_SUFFIXES and not came_round:  # once a claim: then on, to a free name
+            suffix, came_round = 2, True
         if len(_suffixes) >= _MOST_SUFFIXES and label not in _suffixes:
             _suffixes.clear()  # a label that looks again from -2 skips the names taken
         _suffixes[label] = suffix

@@ -818,3 +818,28 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_program_with_status_141_an
         err = process.stderr.read()
         process.wait(timeout=60)
     assert (process.returncode, err) == (141, "")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "python -u"])
+def test_a_reader_that_stops_in_the_middle_of_a_large_output_ends_the_program_with_status_141(unbuffered, tmp_path):
+    # `metakit show big:Big | head -1`, the source larger than a pipe holds.  (Found by an outside
+    # tester: under `python -u` the partial write was dropped and the program ended with 0.)
+    fields = "".join(f"    field_number_{i}: int = 0\n" for i in range(1000))
+    (tmp_path / "big.py").write_text(f"{SOURCE}\n@dataclass\nclass Big(ZeroCopy):\n{fields}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env.pop("PYTHONUNBUFFERED", None)
+    with subprocess.Popen(
+        [sys.executable, *(["-u"] if unbuffered else []), "-m", "metakit", "show", "big:Big"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        assert process.stdout.readline() == "# metakit: the generated methods of big.Big\n"
+        process.stdout.close()
+        err = process.stderr.read()
+        process.wait(timeout=60)
+    assert (process.returncode, err) == (141, "")
