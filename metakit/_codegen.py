@@ -138,8 +138,8 @@ _suffixes: Final[dict[str, int]] = {}
 factory's) take ``-2``, ``-3``, ..., each new one looking on from the last, at O(1) a class.
 
 The suffixes come round again past twice the live code, so that a label's file names are bounded by
-what lives at once: from 3.13 on, a code object's file name is interned, and Python keeps each one
-it has seen (about 20 bytes a name, for good)."""
+what lives at once: a file name can stay in memory after its code is gone (from 3.13 on, Python
+interns every code object's file name)."""
 _MOST_SUFFIXES: Final = 1024
 _SPARE_SUFFIXES: Final = 16
 
