@@ -94,10 +94,15 @@ def _buffer_stdout() -> None:
     A buffer writes the rest, and so meets the closed pipe.
     """
     raw = getattr(sys.stdout, "buffer", None)
-    if isinstance(raw, io.RawIOBase) and isinstance(sys.stdout, io.TextIOWrapper):
-        sys.stdout = io.TextIOWrapper(
-            io.BufferedWriter(raw), encoding=sys.stdout.encoding, errors=sys.stdout.errors, line_buffering=True
-        )
+    if not (isinstance(raw, io.RawIOBase) and isinstance(sys.stdout, io.TextIOWrapper)):
+        return
+    try:  # a file of its own on the same descriptor, which it never closes
+        stream = io.FileIO(raw.fileno(), "w", closefd=False)
+    except (OSError, ValueError):  # no descriptor: left as it is
+        return
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(stream), encoding=sys.stdout.encoding, errors=sys.stdout.errors, line_buffering=True
+    )
 
 
 def _discard_stdout() -> None:

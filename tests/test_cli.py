@@ -843,3 +843,26 @@ def test_a_reader_that_stops_in_the_middle_of_a_large_output_ends_the_program_wi
         err = process.stderr.read()
         process.wait(timeout=60)
     assert (process.returncode, err) == (141, "")
+
+
+def test_called_in_process_under_python_u_the_program_leaves_standard_output_open():
+    # The line buffer the program puts on an unbuffered stdout writes to the same file descriptor
+    # and never closes it: output after main() returns, and the buffer is dropped, still arrives.
+    program = (
+        "import gc, sys\n"
+        "from metakit.__main__ import main\n"
+        "status = main(['--version'])\n"
+        "sys.stdout.flush()\n"
+        "sys.stdout = sys.__stdout__\n"
+        "gc.collect()\n"
+        "print('after', status)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    run = subprocess.run(
+        [sys.executable, "-u", "-c", program], capture_output=True, text=True, env=env, check=False, timeout=60
+    )
+    assert (run.returncode, run.stdout.splitlines(), run.stderr) == (
+        0,
+        [f"metakit {metakit.__version__}", "after 0"],
+        "",
+    )
