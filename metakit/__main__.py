@@ -164,6 +164,7 @@ def import_user_module(name: str) -> types.ModuleType:
     """Import the user's module *name*; anything it raises becomes a ``UsageError``."""
     if not _dotted_name(name):  # refused before anything is imported
         raise UsageError(f"{name!r} is not a module name")
+    _import_from_here()
     try:
         return importlib.import_module(name)
     except ImportError as error:
@@ -174,6 +175,20 @@ def import_user_module(name: str) -> types.ModuleType:
         raise
     except BaseException as error:  # any other, GeneratorExit included, is the module's
         raise UsageError(f"importing {name!r} raised {_one_line(error, typed=True)}") from None
+
+
+def _import_from_here() -> None:
+    """Let modules in the current directory be imported, as ``python -m metakit`` lets them.
+
+    ``python -m`` puts the current directory first on ``sys.path``; the
+    ``metakit`` script puts its own directory there instead.
+    """
+    try:
+        here = os.getcwd()
+    except OSError:  # the directory was removed: nothing to import from it
+        return
+    if "" not in sys.path and here not in sys.path:
+        sys.path.insert(0, here)
 
 
 def _dotted_name(name: str) -> bool:

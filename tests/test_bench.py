@@ -591,3 +591,23 @@ if HAS_WIRE:
         message = "the msgpack peer: field 'max_query_len' of FlashAttentionMetadata came back different"
         with pytest.raises(timing.Broken, match=message):
             wire.measure_wire(timing.QUICK, timing.Progress())
+
+
+def test_an_output_that_fails_after_the_run_names_its_option_and_leaves_no_part_behind(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # (Found by an outside tester: a full disk gave "[Errno 28] No space left on device", naming
+    # neither the option nor the path, and left an empty file.)
+    def full_disk(path: str, results: object) -> None:
+        Path(path).write_text("{")  # part of it, then the disk is full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bench, "_run", lambda quick, progress: {"seconds": 0.0})
+    monkeypatch.setattr(report, "write_json", full_disk)
+    path = tmp_path / "results.json"
+    assert bench.main(["--quick", "--json", str(path)], prog="metakit bench") == 2
+    assert capsys.readouterr().err == f"metakit bench: error: cannot write --json {path}: No space left on device\n"
+    assert not path.exists()
+    path.write_text("an earlier run's\n")  # a file that was there before stays (written over, in part)
+    assert bench.main(["--quick", "--json", str(path)], prog="metakit bench") == 2
+    assert path.exists()

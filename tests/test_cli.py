@@ -727,6 +727,22 @@ def test_the_program_runs_and_names_itself_as_invoked(invocation):
     assert result.stderr.endswith(f"\n{name}: error: unknown command 'frobnicate'\n")
 
 
+@pytest.mark.parametrize("invocation", [["metakit"], [sys.executable, "-m", "metakit"]], ids=["script", "module"])
+def test_a_module_in_the_current_directory_is_found_however_the_program_is_invoked(invocation, tmp_path):
+    # README: "`python -m metakit ...` is the same program".  (Found by an outside tester: the
+    # `metakit` script did not look in the current directory, as `python -m` does.)
+    if invocation == ["metakit"]:
+        invocation = [str(Path(sys.executable).parent / "metakit")]
+    (tmp_path / "here_meta.py").write_text(SOURCE)
+    env = dict(os.environ, PYTHONPATH=str(REPO))  # metakit itself, and nothing of the user's
+    for args in (["show", "here_meta:Step"], ["stubgen", "here_meta", "-o", "typings"]):
+        result = subprocess.run(
+            [*invocation, *args], capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=120
+        )
+        assert (result.returncode, result.stderr) == (0, ""), args
+    assert (tmp_path / "typings" / "here_meta.pyi").exists()
+
+
 def test_ctrl_c_exits_with_status_130_and_no_traceback():
     # README: "Ctrl-C gives 130".  A signal to a real process, as a terminal sends it.
     process = subprocess.Popen(

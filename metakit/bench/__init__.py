@@ -89,7 +89,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -125,7 +125,7 @@ def _parser(prog: str) -> ArgumentParser:
     parser.add_argument(
         "--distributed",
         action="store_true",
-        help="measure broadcast_metadata against broadcast_object_list instead (needs torch)",
+        help="run the broadcast benchmark instead: broadcast_metadata against vLLM's way and others (needs torch)",
     )
     return parser
 
@@ -213,16 +213,17 @@ def main(argv: Sequence[str], prog: str = "python -m metakit bench") -> int:
     except Broken as error:
         print(f"error: the benchmark is broken: {error}", file=sys.stderr)
         return 1
-    try:
-        if args.json:
-            report.write_json(args.json, results)
-            print(f"wrote {args.json}")
-        if args.plot:
-            write_plot(args.plot, results)
-            print(f"wrote {args.plot}")
-    except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return 2
+    outputs: list[tuple[str, str | None, Callable[[str], object]]] = [
+        ("--json", args.json, lambda path: report.write_json(path, results)),
+        ("--plot", args.plot, lambda path: write_plot(path, results)),
+    ]
+    for option, path, write in outputs:
+        if path:
+            problem = report.write_output(option, path, write)
+            if problem:
+                print(f"{prog}: error: {problem}", file=sys.stderr)
+                return 2
+            print(f"wrote {path}")
     progress.phase(f"done in {results['seconds']:.1f} s")
     return 0
 

@@ -2,7 +2,8 @@
 
 Groups of 2 and of 4 gloo ranks on this machine send the example engine
 metadata (``metakit.examples.engine``) from rank 0 to the others, at five
-sizes from a realistic 8 KB record to one of 64 MB, in five ways:
+sizes from a realistic 8 KB record to one of 64 MB (``--quick``: the four up
+to 8 MB, and it says so), in five ways:
 
 - ``metakit``: ``broadcast_metadata(meta)``;
 - ``vllm``: vLLM's ``broadcast_tensor_dict`` algorithm, written here from
@@ -44,8 +45,10 @@ from __future__ import annotations
 import datetime
 import multiprocessing
 import queue
+import signal
 import statistics
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -104,7 +107,8 @@ def main(quick: bool, json_path: str | None) -> int:
         f"broadcast_metadata side by side: gloo on this machine, torch {torch.__version__}; ms per broadcast, "
         f"median of {plan.rounds} interleaved rounds [best], slowest rank\n"
         "ratio = the other way's time / metakit's (above 1: metakit is faster); "
-        f"targets: vllm >= {_TARGETS['vllm']}x everywhere, three >= {_TARGETS['three']}x at 8 KB and 261 KB\n",
+        f"targets: vllm >= {_TARGETS['vllm']}x everywhere, three >= {_TARGETS['three']}x at 8 KB and 261 KB\n"
+        + ("--quick: records up to 8 MB (the full run adds one of 64 MB)\n" if quick else ""),
         flush=True,
     )
     print(_header_line(), flush=True)
@@ -135,7 +139,10 @@ def main(quick: bool, json_path: str | None) -> int:
             "targets": _TARGETS,
             "rows": rows,
         }
-        report.write_json(json_path, results)
+        problem = report.write_output("--json", json_path, lambda path: report.write_json(path, results))
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         print(f"wrote {json_path}")
     return 0
 
@@ -166,8 +173,16 @@ def _run_group(world: int, plan: _Plan) -> tuple[list[dict[str, Any]], str | Non
         context.Process(target=_rank_main, args=(rank, world, store.port, plan, reports), daemon=True)
         for rank in range(world)
     ]
-    for process in processes:
-        process.start()
+    # The ranks start with Ctrl-C ignored (a Python started so leaves it so): the terminal sends it
+    # to every process of the group, and only this one answers it, ending the ranks as it exits.
+    main_thread = threading.current_thread() is threading.main_thread()  # where signals can be set
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        for process in processes:
+            process.start()
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, interrupt)
     rows: list[dict[str, Any]] = []
     error: str | None = None
     try:

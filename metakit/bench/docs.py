@@ -101,7 +101,7 @@ def _method() -> list[str]:
         "- **Samples.** A conversion, a replace or a wire step is one statement timed by `timeit`, with the"
         f" garbage collector off and every name a local variable, in samples of about"
         f" {FULL.sample_seconds * 1e3:g} ms of calls ({QUICK.sample_seconds * 1e3:g} ms with `--quick`).",
-        "- **Checked first.** Before anything is timed, every contender must give the right result: the"
+        "- **Checked first.** Before a part is timed, each of its contenders must give the right result: the"
         " record's own objects for a conversion, a new record with one field changed for a replace, an equal"
         " record of the same class for a wire round trip. One that does not stops the benchmark with exit"
         " status 1; a missed target is reported, never an error.",

@@ -6,12 +6,13 @@ the main one.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
 import platform
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,23 @@ def versions() -> dict[str, str | None]:
 def write_json(path: str, report: Mapping[str, Any]) -> None:
     """Write *report* to *path* as indented JSON (no NaN or infinity)."""
     Path(path).write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def write_output(option: str, path: str, write: Callable[[str], object]) -> str | None:
+    """Write an output with *write*; on failure, why, naming *option* and *path*, with nothing left behind.
+
+    A file that this call made is removed: a broken write leaves no part of
+    one.  Anything that was there before (a file written over, a device) stays.
+    """
+    existed = os.path.lexists(path)
+    try:
+        write(path)
+    except OSError as error:  # what the check before the run could not see (a full disk, a read-only mount)
+        if not existed and os.path.isfile(path):
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        return f"cannot write {option} {path}: {error.strerror or error}"
+    return None
 
 
 def format_number(value: float | None, digits: int = 1) -> str:

@@ -18,6 +18,8 @@ import datetime
 import gc
 import json
 import multiprocessing
+import os
+import signal
 import struct
 import subprocess
 import sys
@@ -1133,3 +1135,29 @@ def test_a_bad_max_bytes_fails_before_any_collective(max_bytes: Any, error: type
 def test_import_metakit_leaves_torch_out() -> None:
     code = "import sys, metakit; assert 'torch' not in sys.modules, 'metakit imported torch'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2], timeout=60)
+
+
+def test_ctrl_c_during_the_broadcast_benchmark_ends_it_with_130_and_no_traceback() -> None:
+    # README: "with 130 on Ctrl-C ... with no traceback".  A terminal sends SIGINT to every process
+    # of its group, the ranks too.  (Found by an outside tester: each rank printed its own.)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "metakit", "bench", "--quick", "--distributed"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job
+    )
+    try:
+        assert process.stdout is not None
+        header = False
+        for line in process.stdout:  # the first row: the ranks are broadcasting
+            if header:
+                break
+            header = line.startswith("record")
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert (process.returncode, "Traceback" in err, "KeyboardInterrupt" in err) == (130, False, False), err
