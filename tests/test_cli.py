@@ -819,21 +819,24 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_program_with_status_141_an
     # with a real pipe: the error comes from the operating system, when the output is flushed (or
     # when the user's module prints as it is imported).
     (tmp_path / "metakit_cli_printing.py").write_text(f"print('imported')\n{SOURCE}")
+    # The pipe is closed long before the program has imported metakit.
+    assert _reading_stops([sys.executable, "-m", "metakit", *args], tmp_path, after=[]) == (141, "")
+
+
+def _reading_stops(command: list[str], where: Path, after: list[str]) -> tuple[int, str]:
+    """Run *command* in *where*, read the lines *after* from its output, close it: its exit status and stderr."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env.pop("PYTHONUNBUFFERED", None)
     with subprocess.Popen(
-        [sys.executable, "-m", "metakit", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=env,
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=where, env=env
     ) as process:
         assert process.stdout is not None
         assert process.stderr is not None
-        process.stdout.close()  # long before the program has imported metakit
+        assert [process.stdout.readline() for _ in after] == after
+        process.stdout.close()
         err = process.stderr.read()
         process.wait(timeout=60)
-    assert (process.returncode, err) == (141, "")
+    return process.returncode, err
 
 
 @pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "python -u"])
@@ -842,23 +845,8 @@ def test_a_reader_that_stops_in_the_middle_of_a_large_output_ends_the_program_wi
     # tester: under `python -u` the partial write was dropped and the program ended with 0.)
     fields = "".join(f"    field_number_{i}: int = 0\n" for i in range(1000))
     (tmp_path / "big.py").write_text(f"{SOURCE}\n@dataclass\nclass Big(ZeroCopy):\n{fields}")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    env.pop("PYTHONUNBUFFERED", None)
-    with subprocess.Popen(
-        [sys.executable, *(["-u"] if unbuffered else []), "-m", "metakit", "show", "big:Big"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-    ) as process:
-        assert process.stdout is not None
-        assert process.stderr is not None
-        assert process.stdout.readline() == "# metakit: the generated methods of big.Big\n"
-        process.stdout.close()
-        err = process.stderr.read()
-        process.wait(timeout=60)
-    assert (process.returncode, err) == (141, "")
+    command = [sys.executable, *(["-u"] if unbuffered else []), "-m", "metakit", "show", "big:Big"]
+    assert _reading_stops(command, tmp_path, after=["# metakit: the generated methods of big.Big\n"]) == (141, "")
 
 
 def test_called_in_process_under_python_u_the_program_leaves_standard_output_open():
