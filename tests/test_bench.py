@@ -611,3 +611,26 @@ def test_an_output_that_fails_after_the_run_names_its_option_and_leaves_no_part_
     path.write_text("an earlier run's\n")  # a file that was there before stays (written over, in part)
     assert bench.main(["--quick", "--json", str(path)], prog="metakit bench") == 2
     assert path.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read {path}: "),
+        ("{", "cannot read {path}: "),
+        ('{"schema": 2, "rows": []}', "{path} is not a record of `metakit bench --json` (schema 3)"),
+    ],
+    ids=["missing", "not JSON", "a broadcast record"],
+)
+def test_the_docs_generator_names_a_record_it_cannot_use_and_writes_nothing(
+    content: str | None, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (Found by an outside tester: these ended in tracebacks.)
+    record, page = tmp_path / "record.json", tmp_path / "page.md"
+    if content is not None:
+        record.write_text(content)
+    with pytest.raises(SystemExit) as exit:
+        docs.main([str(record), "--output", str(page)])
+    assert exit.value.code == 2
+    assert message.format(path=record) in capsys.readouterr().err
+    assert not page.exists()

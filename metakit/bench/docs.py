@@ -347,6 +347,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", required=True, metavar="PATH", help="the page to write: docs/benchmarks.md")
     parser.add_argument("--check", action="store_true", help="write nothing: exit 1 if the page is not current")
     args = parser.parse_args(argv)
+    for path in args.records:  # each named where it cannot serve, before anything is written
+        try:
+            report = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            parser.error(f"cannot read {path}: {error}")
+        if not (isinstance(report, dict) and report.get("schema") == 3):
+            parser.error(f"{path} is not a record of `metakit bench --json` (schema 3)")
     page = render(load(args.records))
     output = Path(args.output)
     if args.check:
@@ -355,8 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{output} is not what `make docs` makes of {' '.join(args.records)}: run `make docs`")
             return 1
         return 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(page, encoding="utf-8")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(page, encoding="utf-8")
+    except OSError as error:
+        parser.error(f"cannot write {output}: {error}")
     print(f"wrote {output}")
     return 0
 

@@ -109,10 +109,11 @@ def _plot_creation(axes: Any, creation: list[dict[str, Any]]) -> None:
         )
     counts = sorted({row["fields"] for row in creation})
     axes.set_xticks(range(len(counts)), [f"{n} fields" for n in counts])
-    axes.set_ylim(0, max(1.4, *(row["ratio"] + 0.1 for row in creation)))  # from 0: bar heights are the ratios
+    # From 0: bar heights are the ratios; room above the bars for the legend.
+    axes.set_ylim(0, max(1.4, *(row["ratio"] for row in creation)) * 1.35)
     axes.set_ylabel("metakit / plain @dataclass (best of the rounds)")
     axes.set_title("class creation")
-    axes.legend(loc="lower right", fontsize=8)
+    axes.legend(loc="upper center", ncol=2, fontsize=8)
 
 
 def _plot_wire(axes: Any, wire: Mapping[str, Any] | None) -> None:
