@@ -29,10 +29,23 @@ from metakit.bench.wire import STEPS as WIRE_STEPS
 Report = Mapping[str, Any]
 
 
+class RecordError(Exception):
+    """A record that cannot be read, or is no record of ``metakit bench --json``: the message names it."""
+
+
 def load(paths: Iterable[str | Path]) -> list[Report]:
-    """The reports at *paths*, by Python version (oldest first)."""
-    reports = [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
-    return sorted(reports, key=_python_version)
+    """The reports at *paths*, by Python version (oldest first); ``RecordError`` for one that cannot serve."""
+    return sorted(map(_read, paths), key=_python_version)
+
+
+def _read(path: str | Path) -> Report:
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise RecordError(f"cannot read {path}: {error}") from None
+    if not (isinstance(report, dict) and report.get("schema") == 3):
+        raise RecordError(f"{path} is not a record of `metakit bench --json` (schema 3)")
+    return report
 
 
 def _python_version(report: Report) -> tuple[int, ...]:
@@ -347,14 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", required=True, metavar="PATH", help="the page to write: docs/benchmarks.md")
     parser.add_argument("--check", action="store_true", help="write nothing: exit 1 if the page is not current")
     args = parser.parse_args(argv)
-    for path in args.records:  # each named where it cannot serve, before anything is written
-        try:
-            report = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            parser.error(f"cannot read {path}: {error}")
-        if not (isinstance(report, dict) and report.get("schema") == 3):
-            parser.error(f"{path} is not a record of `metakit bench --json` (schema 3)")
-    page = render(load(args.records))
+    try:
+        page = render(load(args.records))
+    except RecordError as error:  # before anything is written
+        parser.error(str(error))
     output = Path(args.output)
     if args.check:
         current = output.read_text(encoding="utf-8") if output.exists() else None
