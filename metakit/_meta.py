@@ -74,8 +74,9 @@ class ZeroCopyFields(type):
     Any class it creates that is, or later becomes, a dataclass gets an
     ``asdict_zerocopy``, an ``astuple_zerocopy`` and a ``__replace__``
     written for its own fields, unless the class defines or inherits a
-    method of that name that a user wrote.  Nothing else about the class
-    changes.
+    method of that name that a user wrote (but for an inherited
+    ``__replace__`` from 3.13 on, where ``dataclasses`` gives every
+    dataclass its own).  Nothing else about the class changes.
 
     Most code inherits ``ZeroCopy`` rather than naming the metaclass.  To
     combine it with another metaclass, derive from both, in either order::
@@ -138,7 +139,9 @@ class ZeroCopyFields(type):
             super().__delattr__(name)
             if name == REPLACE and holds_fields(cls.__dict__):
                 disown_replace(cls)  # its own __replace__ (3.13+) is gone: a call goes on to the bases
-            if name in METHOD_NAMES:
+            if name == "__dataclass_fields__":
+                _fields_gone(cls)
+            elif name in METHOD_NAMES:
                 _changed(cls)
             elif name in ("__init__", "__new__"):
                 _recheck_calls(cls)
@@ -165,7 +168,7 @@ def _settle(cls: type, before: int) -> None:
         _recheck_calls(cls)
 
 
-def _needs_methods_of_its_own(cls: type, namespace: dict[str, Any]) -> bool:
+def _needs_methods_of_its_own(cls: type, namespace: Mapping[str, Any]) -> bool:
     """Whether *cls*, just made with *namespace*, is a dataclass that needs methods made for it."""
     if holds_fields(namespace):
         # ``@dataclass(slots=True)`` makes a new class from the old one's
@@ -228,6 +231,21 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
         # (such as ``dataclasses``' generic ``__replace__``, which the generated
         # one replaces).  A class with no methods nor subclasses yet waits.
         _changed(cls)
+
+
+def _fields_gone(cls: type) -> None:
+    """``__dataclass_fields__`` of *cls* was deleted: it is a dataclass no more, or one of its bases' fields.
+
+    So are the classes below it that took their fields from it: each drops
+    the methods made for those fields, and gets methods as a new class
+    would, or none.
+    """
+    for member in _family(cls):
+        if STATE in member.__dict__ and not holds_fields(member.__dict__):
+            _drop_methods(member)
+            if _needs_methods_of_its_own(member, member.__dict__):
+                _install(member)
+    _changed(cls)
 
 
 def _calls_hold(cls: type, layout: Layout) -> bool:

@@ -78,6 +78,17 @@ class _Mismatch(NamedTuple):
     expected: str
     path: str
     got: object
+    key: bool = False
+    """Whether *got* is a key of the dict at *path*: msgspec says ``at `key` in `$.name```."""
+
+
+def _key_mismatch(key: _Spec, keys: Iterable[object], path: str) -> _Mismatch | None:
+    """The first of a dict's *keys* that *key* refuses, as a key of the dict at *path*; or ``None``."""
+    for one in keys:
+        found = key.explain(one, path)
+        if found is not None:
+            return _Mismatch(found.expected, path, found.got, key=True)
+    return None
 
 
 def _type_name(value: object) -> str:
@@ -225,6 +236,8 @@ def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
     def explain(value: object, path: str) -> _Mismatch | None:
         if not isinstance(value, abc):
             return _Mismatch(name, path, value)
+        if type(value) is dict:  # its items are its keys
+            return _key_mismatch(item, value, path)
         return _first_mismatch(item, value, path) if type(value) in _ITERATED else None  # type: ignore[arg-type]
 
     return _Spec(check, name, explain)
@@ -263,7 +276,7 @@ def _mapping(key: _Spec, value_spec: _Spec, name: str) -> _Spec:
         if not isinstance(value, dict):
             return _Mismatch(name, path, value)
         for k, v in value.items():
-            found = key.explain(k, f"{path}.keys()") or value_spec.explain(v, f"{path}[{k!r}]")
+            found = _key_mismatch(key, (k,), path) or value_spec.explain(v, f"{path}[{k!r}]")
             if found is not None:
                 return found
         return None
@@ -701,7 +714,8 @@ def mismatch_at(checks: FieldChecks, name: str, value: object) -> tuple[str, str
     """``mismatch``, and the path it names (``$.name``, or deeper: ``$.name[2]``), written in it once."""
     spec = checks.specs[name]
     found = spec.explain(value, f"$.{name}") or _Mismatch(spec.name, f"$.{name}", value)
-    message = f"Expected `{found.expected}`, got `{_type_name(found.got)}` - at `{found.path}`"
+    at = f"`key` in `{found.path}`" if found.key else f"`{found.path}`"
+    message = f"Expected `{found.expected}`, got `{_type_name(found.got)}` - at {at}"
     if type(found.got).__module__ == "numpy" and getattr(found.got, "ndim", None) == 0:
         message += " (a numpy scalar: send value.item(), its Python value)"
     return message, found.path

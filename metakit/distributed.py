@@ -656,7 +656,9 @@ def _table_problem(table: list[BufferSpec], route: _Route, pool_room: int, room:
         return "a header arrived whose table lists no buffer"
     lanes = 2 if route.lanes else 1
     if any(spec.lane >= lanes for spec in table):
-        return f"the header lists a buffer on lane {max(spec.lane for spec in table)}, and this group has {lanes}"
+        carried = "lanes 0 and 1 only" if route.lanes else "lane 0 only (lane 1 is a device group's, with cpu_group)"
+        lane = max(spec.lane for spec in table)
+        return f"the header lists a buffer on lane {lane}, but this broadcast carries {carried}"
     if table[0].lane != 0 or table[0].nbytes > pool_room:
         return f"the header's first buffer ({table[0]}) does not lie in the frame ({pool_room} bytes are left)"
     if sum(spec.nbytes for spec in table[1:]) > room:

@@ -35,7 +35,10 @@ same rules as the record itself.  The header is msgpack, read by msgspec into
 those types and no others; a class is looked up by name among the live
 classes made by ``ZeroCopyFields``, never imported.  Where a field's
 annotation resolves, its value must match it, on both sides.  Only the
-fields that travel are set, each once, through ``__init__``.  Every tensor's
+fields that travel are set, each once, through ``__init__``; which those are
+is the sender's to say (a receiver cannot know what an ``asdict_zerocopy()``
+override or ``__getstate__`` leaves out), so a peer can set any field that is
+not ``OMIT``: make a field that no peer may set ``OMIT``.  Every tensor's
 dtype comes from a fixed table, and its shape, strides and extent are checked
 against the buffer it lies in before a view of it is made.  So a hostile or
 broken peer can make ``unpack`` raise ``WireError``, and nothing else: no
@@ -80,7 +83,7 @@ import types
 import warnings
 import weakref
 import zlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Final, NamedTuple, NoReturn, cast
 
@@ -681,6 +684,33 @@ class _TooDeep(_Refused):
 _TOO_DEEP: Final = f"it is nested more than {MAX_DEPTH} levels deep, or holds itself"
 
 
+class _NotPlain(_Refused):
+    """A value of a type that is not plain data; *plain* is the plain type it derives from, if any."""
+
+    def __init__(self, kind: type, plain: type | None) -> None:
+        super().__init__(
+            f"a value of type {kind.__module__}.{kind.__qualname__} is not plain data (None, bool, int, float, "
+            "str, bytes, lists, tuples and dicts of them, tensors, torch.dtype, torch.device, records); "
+            + (f"send {plain.__name__}(value) if the annotation takes {_a(plain.__name__)}, or " if plain else "")
+            + "send it pickled with allow_pickle=True on both sides if the peers trust each other, or leave it "
+            "out with skip_fields, an asdict_zerocopy() override or __getstate__"
+        )
+        self.plain = plain
+
+    def converts(self, check: Callable[[object], bool], value: object) -> bool:
+        """Whether *value*, made its plain type, passes *check*."""
+        if self.plain is None:
+            return False
+        try:
+            return check(self.plain(value))
+        except Exception:  # a value that its plain type cannot take: no advice to give
+            return False
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+
+
 class _Unmatched(_Refused):
     """A value in a record inside a field's value that does not match its own field's annotation.
 
@@ -785,6 +815,12 @@ class _Packer:
         try:
             return self.tensor(value) if kind is _Tensor else self.value(value)  # type: ignore[arg-type]
         except _Refused as error:
+            if (
+                type(error) is _NotPlain
+                and not error.path
+                and not error.converts(codec.checks(cls).checks[name], value)
+            ):
+                error = _NotPlain(kind, None)  # the field's annotation refuses it as its plain type too
             self.refused(obj, name, error)
 
     def refused(self, obj: object, name: str, error: _Refused) -> NoReturn:
@@ -909,14 +945,7 @@ class _Packer:
             return msgspec.msgpack.Ext(_RECORD, body)
         if self.allow_pickle:
             return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
-        plain = next((base.__name__ for base in kind.__mro__ if base in _PLAIN_BASES), None)
-        raise _Refused(
-            f"a value of type {kind.__module__}.{kind.__qualname__} is not plain data (None, bool, int, float, "
-            "str, bytes, lists, tuples and dicts of them, tensors, torch.dtype, torch.device, records); "
-            + (f"send {plain}(value), or " if plain else "")
-            + "send it pickled with allow_pickle=True on both sides if the peers trust each other, or leave it "
-            "out with skip_fields, an asdict_zerocopy() override or __getstate__"
-        )
+        raise _NotPlain(kind, next((base for base in kind.__mro__ if base in _PLAIN_BASES), None))
 
     def tensor(self, tensor: torch.Tensor) -> msgspec.msgpack.Ext:
         """The spec of *tensor*; its bytes are placed in a buffer, unless it is a view of bytes placed before."""
@@ -1496,8 +1525,12 @@ class _Reader:
         ndim = data[2]
         if ndim > _MAX_DIMS:
             raise WireError(f"tensor {index} has {ndim} dimensions, and the format allows {_MAX_DIMS}")
-        if len(data) != _SPECS[data[1] & _LAYOUT][ndim].size:
-            raise WireError(f"tensor {index}'s spec is not {ndim} dimensions long")
+        size = _SPECS[data[1] & _LAYOUT][ndim].size
+        if len(data) != size:
+            dimensions = f"{ndim} dimension{'s' * (ndim != 1)}"
+            raise WireError(
+                f"tensor {index}'s spec is {len(data)} bytes long, not the {size} of its flags and {dimensions}"
+            )
         spec = _SPECS[data[1] & _LAYOUT][ndim].unpack(data)
         return self.placed(index, spec, math.prod(spec[6 : 6 + ndim]) * _ITEMSIZES[spec[0]])
 
@@ -1601,7 +1634,12 @@ class _Reader:
                 f"tensor {index} is said to be a view of tensor {reference}, but lies on another kind of device "
                 f"({device}, not {parent_device})"
             )
-        if not _no_overlap(shape, strides) or offset + extent > parent_nbytes:
+        if not _no_overlap(shape, strides):
+            raise WireError(
+                f"tensor {index} is said to be a view of tensor {reference}, but its elements overlap (strides "
+                f"{strides} for shape {shape}), as no tensor a sender sends as a view does"
+            )
+        if offset + extent > parent_nbytes:
             raise WireError(f"tensor {index} is said to be a view of tensor {reference}, but lies outside it")
         return buffer, start + offset, start + offset + extent
 

@@ -1155,6 +1155,57 @@ def test_class_decorated_twice_gets_methods_for_its_new_fields():
         _assert_replace_like_dataclasses(Twice(), **changes)
 
 
+def test_a_class_whose_fields_are_deleted_is_served_as_dataclasses_then_sees_it():
+    # DESIGN: "Non-dataclasses get a TypeError ... whether the method or the function form is used"; replace
+    # behaves "exactly as dataclasses.replace does (the same errors ...)". Deleting __dataclass_fields__ leaves
+    # a class that is no dataclass, or one with a base's fields, and the classes below it with it.
+    @dataclass
+    class Gone(ZeroCopy):
+        a: int = 1
+
+    @dataclass
+    class Base(ZeroCopy):
+        x: int = 7
+
+    @dataclass
+    class Child(Base):
+        y: int = 8
+
+    class Below(Child):  # undecorated: it takes Child's fields, and then Base's
+        pass
+
+    gone, child, below = Gone(), Child(), Below()
+    assert gone.asdict_zerocopy() == {"a": 1}
+    assert child.asdict_zerocopy() == {"x": 7, "y": 8}
+    del Gone.__dataclass_fields__, Child.__dataclass_fields__
+
+    assert not dataclasses.is_dataclass(gone)
+    for call in (
+        gone.asdict_zerocopy,
+        gone.astuple_zerocopy,
+        lambda: metakit.asdict_zerocopy(gone),
+        lambda: metakit.astuple_zerocopy(gone),
+        lambda: metakit.generated_source(Gone),
+    ):
+        with pytest.raises(TypeError, match="Gone is not a dataclass"):
+            call()
+    with pytest.raises(TypeError, match=r"^replace\(\) should be called on dataclass instances$"):
+        metakit.replace(gone)
+    if sys.version_info >= (3, 13):
+        with pytest.raises(TypeError, match="Gone is not a dataclass"):
+            copy.replace(gone)
+
+    # Child and Below are dataclasses with Base's fields now, as dataclasses sees them.
+    for obj in (child, below):
+        assert [f.name for f in fields(obj)] == ["x"]
+        assert obj.asdict_zerocopy() == metakit.asdict_zerocopy(obj) == {"x": 7}
+        assert obj.astuple_zerocopy() == (7,)
+        for changes in ({}, {"x": 1}, {"y": 1}):  # Child's __init__ stays, as dataclasses leaves it
+            _assert_replace_like_dataclasses(obj, **changes)
+    assert "self.x" in metakit.generated_source(Child)
+    assert "self.y" not in metakit.generated_source(Child)
+
+
 def iterables():
     # DESIGN: "skip_fields is any iterable of names (set, frozenset, tuple, list, keys view)"; README adds generator
     return [

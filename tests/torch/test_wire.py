@@ -363,6 +363,19 @@ class Typed(ZeroCopy):
     cascade: bool = False
 
 
+def test_a_value_of_a_subclass_of_a_plain_type_gets_no_advice_its_annotation_refuses() -> None:
+    # "Bad input gets a clear error": send int(value) only where the field takes an int.
+    @dataclass
+    class Phased(ZeroCopy):
+        phase: _Kind = _Kind.PREFILL
+
+    with pytest.raises(TypeError, match=r"not plain data \(.*\); send it pickled with allow_pickle=True") as caught:
+        wire.pack(Phased())
+    assert "int(value)" not in str(caught.value)
+    with pytest.raises(TypeError, match=r"Expected `.*_Kind`, got `int` - at `\$\.phase`"):
+        wire.pack(Phased(int(_Kind.PREFILL)))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("changes", "plain"),
     [
@@ -380,7 +393,9 @@ def test_a_value_of_a_subclass_of_a_plain_type_travels_only_pickled(changes: dic
     record = Typed(**changes)
     (name,) = changes
     with pytest.raises(
-        TypeError, match=rf"^field '{name}' of Typed .* not plain data .*send {plain}\(value\), or .*allow_pickle=True"
+        TypeError,
+        match=rf"^field '{name}' of Typed .* not plain data .*send {plain}\(value\) if the annotation takes "
+        rf"an? {plain}, or .*allow_pickle=True",
     ):
         wire.pack(record)
     header, buffers = wire.pack(record, allow_pickle=True)

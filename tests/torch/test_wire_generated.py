@@ -152,6 +152,35 @@ def test_the_receiver_names_the_field_that_breaks_the_annotations(index: int, va
         wire.unpack(changed, buffers)
 
 
+@dataclass
+class Keyed(ZeroCopy):
+    by_layer: dict[int, torch.Tensor] = field(default_factory=dict)
+    layers: Iterable[int] = ()
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "message"),
+    [
+        (0, {"0": 1}, "Expected `int`, got `str` - at `key` in `$.by_layer`"),
+        (0, {0: "x"}, "Expected `torch.Tensor`, got `str` - at `$.by_layer[0]`"),
+        (1, {"a": 1}, "Expected `int`, got `str` - at `key` in `$.layers`"),  # a dict's items are its keys
+        (1, [1, "a"], "Expected `int`, got `str` - at `$.layers[1]`"),
+    ],
+)
+def test_a_dict_key_that_breaks_the_annotation_is_named_as_msgspec_names_it(
+    index: int, value: object, message: str
+) -> None:
+    pattern = re.escape(message)
+    with pytest.raises(TypeError, match=pattern):
+        wire.pack(Keyed(**{["by_layer", "layers"][index]: value}))  # type: ignore[arg-type]
+    header, buffers = wire.pack(Keyed())
+    start = 8 + 9 * wire.buffer_count(header)
+    body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
+    body[3][index] = value
+    with pytest.raises(WireError, match=pattern):
+        wire.unpack(header[:start] + msgspec.msgpack.encode(body), buffers)
+
+
 def test_a_later_override_of_asdict_zerocopy_is_honoured() -> None:
     @dataclass
     class Late(ZeroCopy):
@@ -575,7 +604,11 @@ class PartlyKnown(ZeroCopy):
 
 @pytest.mark.parametrize(
     ("changes", "path"),
-    [({"by_name": {1: 2}}, r"\$\.by_name\.keys\(\)"), ({"pair": (1, 2, 3)}, r"\$\.pair"), ({"items": 5}, r"\$\.items")],
+    [
+        ({"by_name": {1: 2}}, r"`key` in `\$\.by_name`"),
+        ({"pair": (1, 2, 3)}, r"`\$\.pair`"),
+        ({"items": 5}, r"`\$\.items`"),
+    ],
 )
 def test_a_name_that_does_not_resolve_takes_any_value_and_the_rest_of_its_annotation_is_checked(
     changes: dict[str, Any], path: str
@@ -587,12 +620,12 @@ def test_a_name_that_does_not_resolve_takes_any_value_and_the_rest_of_its_annota
     with pytest.raises(TypeError, match="is not plain data"):
         wire.pack(record)  # the name takes any value that travels, and only those
     bad = replace(good, **changes)
-    with pytest.raises(TypeError, match=rf"Expected `[^`]+`, got `[^`]+` - at `{path}`"):
+    with pytest.raises(TypeError, match=rf"Expected `[^`]+`, got `[^`]+` - at {path}$"):
         wire.pack(bad)
     index = [f.name for f in fields(PartlyKnown)].index(next(iter(changes)))
     bad_value = next(iter(changes.values()))
     sent = msgspec.msgpack.Ext(2, msgspec.msgpack.encode(list(bad_value))) if type(bad_value) is tuple else bad_value
-    with pytest.raises(WireError, match=rf"Expected `[^`]+`, got `[^`]+` - at `{path}`"):
+    with pytest.raises(WireError, match=rf"Expected `[^`]+`, got `[^`]+` - at {path}$"):
         wire.unpack(_with_value(good, index, sent), wire.pack(good).buffers)
 
 

@@ -934,7 +934,14 @@ _COMPLEX32 = 10
         (_tensor_ext(_INT64, 0, 9, 0, 0, [4], [1]), "unknown kind"),
         (msgspec.msgpack.Ext(_TENSOR, b"\x05\x00"), "spec is cut short"),
         (msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 65, 0, 0, 0)), "has 65 dimensions, and the format"),
-        (msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 1, 0, 0, 0) + b"\x04" * 15), "spec is not"),
+        (
+            msgspec.msgpack.Ext(_TENSOR, _SPEC_HEAD.pack(_INT64, 0, 1, 0, 0, 0) + b"\x04" * 15),
+            r"spec is 31 bytes long, not the 16 of its flags and 1 dimension -",
+        ),
+        (
+            msgspec.msgpack.Ext(_TENSOR, b"\x05\x00\x01\x00"),
+            r"spec is 4 bytes long, not the 16 of its flags and 1 dimension -",
+        ),
         # A tensor with no elements lies in no buffer: its reference and offset are 0, and it is no view.
         (_tensor_ext(_FLOAT32, 0, 0, 7, 0, [0], [1]), "no elements"),
         (_tensor_ext(_FLOAT32, 0, 0, 0, 12345, [0], [1]), "no elements"),
@@ -1078,6 +1085,8 @@ def test_two_tensors_cannot_share_bytes_unless_one_is_said_to_be_a_view() -> Non
     assert got.unresolved[0][0] == -7, "the view the sender declared shares its parent's bytes"
     body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 1016, [2], [1])]
     _refused(_join(table, body), buffers, "view of tensor 0, but lies outside it")
+    body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 0, [4, 4], [1, 1])]  # inside its parent, its elements overlap
+    _refused(_join(table, body), buffers, re.escape("view of tensor 0, but its elements overlap (strides (1, 1)"))
     body[3][position] = [_tensor_ext(_INT64, 0x10, 1, 0, 16, [4], [1])]  # device kind 1, cuda
     _refused(
         _join(table, body), buffers, re.escape("view of tensor 0, but lies on another kind of device (cuda, not cpu)")
@@ -1204,6 +1213,7 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("not a metakit header", 0, b"XYZ" + header[3:], [], "not a metakit header"),
         ("no buffer", 0, _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 0) + header[len(table) :], [], "lists no buffer"),
         ("an unknown lane", 0, table[:-1] + b"\x03" + header[len(table) :], [], "a lane other than 0 and 1"),
+        ("lane 1 with no device group", 0, table[:-1] + b"\x01" + header[len(table) :], [], "carries lane 0 only"),
         ("a pool larger than the frame", 0, table[:8] + struct.pack("<Q", 1 << 20) + header[16:], [], "does not lie"),
         ("a buffer over max_bytes", 0, two_buffers[:-10] + struct.pack("<Q", 1 << 40) + b"\0\0", [], "over max_bytes"),
         ("a pickle that runs code", 0, _join(table, with_pickle), [], "does not read pickles"),
@@ -1451,3 +1461,12 @@ def test_a_class_name_from_the_peer_is_quoted_without_control_characters() -> No
     error = _refused(header, buffers, "no dataclass made by ZeroCopyFields")
     assert str(error).isprintable()
     assert "no\\x1b[31mmodule\\x00.Step" in str(error)
+
+
+def test_the_format_document_names_the_version_that_headers_carry():
+    # docs/wire-format.md: its title and its header table give the format's version, the fourth byte.
+    text = (Path(__file__).parents[2] / "docs" / "wire-format.md").read_text(encoding="utf-8")
+    header = wire.pack(Step(num_tokens=1, slot_mapping=torch.arange(3))).header
+    assert header[3] == wire.FORMAT
+    assert re.search(r"^# The wire format \(format (\d+)\)$", text, re.MULTILINE).group(1) == str(wire.FORMAT)
+    assert re.search(r"^3 +1 +format: (\d+)$", text, re.MULTILINE).group(1) == str(wire.FORMAT)
