@@ -765,11 +765,15 @@ def _literal_names(skip: _Given | None) -> list[tuple[str, Expression]] | None:
         return None
     if isinstance(expr, NameExpr) and expr.fullname == "builtins.None":
         return []
-    if not isinstance(expr, (SetExpr, ListExpr, TupleExpr)):
+    if isinstance(expr, DictExpr):  # a dict's names are its keys
+        items: list[Expression | None] = [key for key, _ in expr.items]
+    elif isinstance(expr, (SetExpr, ListExpr, TupleExpr)):
+        items = list(expr.items)
+    else:
         return None
-    if not all(isinstance(item, StrExpr) for item in expr.items):
+    if not all(isinstance(item, StrExpr) for item in items):
         return None
-    return [(item.value, item) for item in expr.items if isinstance(item, StrExpr)]
+    return [(item.value, item) for item in items if isinstance(item, StrExpr)]
 
 
 def _check_not_str(api: CheckerPluginInterface, expr: Expression, typ: Type) -> None:

@@ -38,29 +38,35 @@ from mypy.exprtotype import expr_to_unanalyzed_type
 from mypy.nodes import (
     ARG_NAMED,
     AssignmentStmt,
+    Block,
     CallExpr,
     ClassDef,
     Decorator,
     EllipsisExpr,
     Expression,
+    ForStmt,
     FuncDef,
     IfStmt,
     Import,
     ImportFrom,
     IndexExpr,
+    ListExpr,
+    MemberExpr,
     MypyFile,
     NameExpr,
     OverloadedFuncDef,
+    StarExpr,
     Statement,
     TempNode,
     TryStmt,
+    TupleExpr,
+    WithStmt,
 )
 from mypy.options import Options
 from mypy.parse import parse
 from mypy.stubgen import (
     ASTStubGenerator,
     StubSource,
-    find_self_initializers,
     get_qualified_name,
     parse_source_file,
 )
@@ -380,7 +386,7 @@ class _Additions:
         taken = {f.name for f in dataclasses.fields(cls)} | {name for klass in cls.__mro__ for name in vars(klass)}
         stub = _Stub([])
         for func in _functions(cdef.defs.body):
-            for name, value, annotation in find_self_initializers(func):
+            for name, value, annotation in _self_targets(func):
                 if name not in taken:
                     taken.add(name)
                     typ = stub.typed(annotation or UnboundType(_type_of_value(value)))
@@ -536,9 +542,66 @@ class _Stub:
         return body.defs.body
 
 
-def _type_of_value(value: Expression) -> str:
-    """The type of a literal *value* as mypy's generator reads it, else ``Incomplete``."""
+def _type_of_value(value: Expression | None) -> str:
+    """The type of a literal *value* as mypy's generator reads it, else (or with no value) ``Incomplete``."""
+    if value is None:
+        return "_Incomplete"
     return ASTStubGenerator().get_str_type_of_node(value, can_be_incomplete=False) or "_Incomplete"
+
+
+def _self_targets(func: FuncDef) -> list[tuple[str, Expression | None, Type | None]]:
+    """Each attribute that *func* sets on ``self``: its name, its value where a stub can read it, its annotation.
+
+    mypy's ``find_self_initializers`` reads only ``self.x = value``; a
+    method also sets them in a chain (``self.x = self.y = 0``), unpacked
+    (``self.x, self.y = pair``), and as the target of a ``for`` or a
+    ``with``, in any block of its body (nested functions too, as mypy's).
+    """
+    found: list[tuple[str, Expression | None, Type | None]] = []
+
+    def target(node: Expression, value: Expression | None, annotation: Type | None = None) -> None:
+        if isinstance(node, MemberExpr) and isinstance(node.expr, NameExpr) and node.expr.name == "self":
+            found.append((node.name, value, annotation))
+        elif isinstance(node, (TupleExpr, ListExpr)):
+            # Unpacked from a tuple or a list of as many values, each target takes its own.
+            values = value.items if isinstance(value, (TupleExpr, ListExpr)) else []
+            paired = len(values) == len(node.items) and not any(
+                isinstance(item, StarExpr) for item in (*node.items, *values)
+            )
+            for index, item in enumerate(node.items):
+                target(item, values[index] if paired else None)
+        elif isinstance(node, StarExpr):
+            target(node.expr, None)
+
+    def walk(block: Block) -> None:
+        for stmt in block.body:
+            if isinstance(stmt, AssignmentStmt):
+                annotation = stmt.unanalyzed_type if len(stmt.lvalues) == 1 else None
+                for lvalue in stmt.lvalues:
+                    target(lvalue, stmt.rvalue, annotation)
+            elif isinstance(stmt, ForStmt):
+                target(stmt.index, None)
+            elif isinstance(stmt, WithStmt):
+                for node in stmt.target:
+                    if node is not None:
+                        target(node, None)
+            for inner in _blocks(stmt):
+                walk(inner)
+
+    walk(func.body)
+    return found
+
+
+def _blocks(stmt: Statement) -> Iterator[Block]:
+    """The blocks of statements inside *stmt* (an ``if``'s, a loop's, a ``try``'s, a nested function's...)."""
+    if isinstance(stmt, Decorator):
+        stmt = stmt.func
+    for name in ("body", "else_body", "handlers", "finally_body", "bodies"):
+        part = getattr(stmt, name, None)
+        if isinstance(part, Block):
+            yield part
+        elif isinstance(part, list):
+            yield from (block for block in part if isinstance(block, Block))
 
 
 def _substitute(bound: dict[str, Type]) -> Callable[[str], str | Type]:

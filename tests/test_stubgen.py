@@ -692,6 +692,55 @@ def test_a_field_typed_self_and_a_field_named_property_give_a_stub_pyright_reads
     assert basedpyright(tmp_path, ["stubs", "usage.py"]) == []
 
 
+TARGETS = """
+import contextlib
+from dataclasses import dataclass
+
+from metakit import ZeroCopy
+
+
+@dataclass
+class Prefill(ZeroCopy):
+    num_prefills: int
+
+    def __post_init__(self) -> None:
+        self.query_start_loc, self.seq_start_loc = 1, "s"
+        self.first = self.second = 2.5
+        [self.listed, *self.rest] = [1, 2, 3]
+        if self.num_prefills:
+            for self.step in range(3):
+                with contextlib.nullcontext(5) as self.held:
+                    pass
+"""
+
+TARGETS_USAGE = """
+from typing_extensions import assert_type
+
+from targets import Prefill
+
+def use(meta: Prefill) -> None:
+    assert_type(meta.query_start_loc, int)
+    assert_type(meta.seq_start_loc, str)
+    assert_type(meta.first, float)
+    assert_type(meta.second, float)
+    print(meta.listed, meta.rest, meta.step, meta.held)
+"""
+
+
+def test_attributes_set_by_unpacking_in_a_chain_or_as_loop_and_with_targets_are_properties(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # README (pyright): "the attributes that methods set on self, as properties", however a method sets them.
+    stub = stub_of(tmp_path, monkeypatch, "targets", TARGETS)
+    for name in ("query_start_loc", "seq_start_loc", "first", "second", "listed", "rest", "step", "held"):
+        assert f"@_property\n    def {name}(self) -> " in stub, name
+    (tmp_path / "stubs").mkdir()
+    (tmp_path / "stubs" / "targets.pyi").write_text(stub)
+    (tmp_path / "usage.py").write_text(textwrap.dedent(TARGETS_USAGE))
+    (tmp_path / "targets.py").unlink()  # pyright reads the stub alone
+    assert basedpyright(tmp_path, ["stubs", "usage.py"]) == []
+
+
 def test_an_init_var_without_a_default_stays_required_in_replace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -166,3 +166,4 @@ SteppedT = TypeVar("SteppedT", bound=FlashInferMetadata)
 def typevar_receiver_keys_stay_checked(meta: SteppedT) -> None:
     meta.asdict_zerocopy()["attn_bias"]  # E: not a field
     meta.asdict_zerocopy(skip_fields={"slot_mappings"})  # E: not a field
+    meta.asdict_zerocopy(skip_fields={"slot_mapping": 0, "seq_len": 1})  # E: a dict's keys are the names

@@ -130,3 +130,16 @@ def typed_dict_methods(meta: PagedMetadata) -> None:
     assert_type(merged["num_prefills"], int)
     d |= {"use_cuda_graph": True}
     assert_type(d.setdefault("num_prefills", 1), int)
+
+
+def idiom_dict_methods(meta: PagedMetadata, decode: Optional[PagedMetadata]) -> Dict[str, Any]:
+    # What a TypedDict forbids (a read by a variable key, update by keyword, setdefault of a new key,
+    # pop and del) is allowed on the same object bound as a Dict[str, Any], as the README shows.
+    d: Dict[str, Any] = meta.asdict_zerocopy()
+    sizes = {key: d[key] for key in d}
+    d.update(num_prefills=2, **sizes)
+    d.setdefault("lora_mapping", None)
+    d.pop("slot_mapping")
+    del d["block_tables"]
+    empty: Dict[str, Any] = {}
+    return decode.asdict_zerocopy() if decode is not None else empty
