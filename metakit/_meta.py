@@ -234,12 +234,8 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
 
 
 def _fields_gone(cls: type) -> None:
-    """``__dataclass_fields__`` of *cls* was deleted: it is a dataclass no more, or one of its bases' fields.
-
-    So are the classes below it that took their fields from it: each drops
-    the methods made for those fields, and gets methods as a new class
-    would, or none.
-    """
+    """``__dataclass_fields__`` of *cls* was deleted: it, and each class below that took its fields,
+    drops the methods made for them and gets methods as a new class would (a base's fields), or none."""
     for member in _family(cls):
         if STATE in member.__dict__ and not holds_fields(member.__dict__):
             _drop_methods(member)

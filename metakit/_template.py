@@ -1,6 +1,6 @@
 """Code compiled once per shape of fields, and copied for real names.
 
-Compiling a class's source costs a third of what making its dataclass costs.
+Compiling a class's source costs about three quarters of what making its dataclass costs (3.11).
 Yet the code for one *shape* of fields (how many there are, and what each is
 to ``replace``) differs between classes only in the names it reads: its
 ``co_names`` and the strings in its ``co_consts``.  So each shape is

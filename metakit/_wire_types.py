@@ -169,7 +169,7 @@ def _union(options: list[_Spec]) -> _Spec:
         # The option of the value's own kind says more than the union does.
         for option in options:
             found = option.explain(value, path)
-            if found is not None and found.path != path:
+            if found is not None and (found.path != path or found.key):
                 return found
         return _Mismatch(name, path, value)
 

@@ -156,6 +156,7 @@ def test_the_receiver_names_the_field_that_breaks_the_annotations(index: int, va
 class Keyed(ZeroCopy):
     by_layer: dict[int, torch.Tensor] = field(default_factory=dict)
     layers: Iterable[int] = ()
+    scales: dict[str, float] | None = None
 
 
 @pytest.mark.parametrize(
@@ -165,6 +166,7 @@ class Keyed(ZeroCopy):
         (0, {0: "x"}, "Expected `torch.Tensor`, got `str` - at `$.by_layer[0]`"),
         (1, {"a": 1}, "Expected `int`, got `str` - at `key` in `$.layers`"),  # a dict's items are its keys
         (1, [1, "a"], "Expected `int`, got `str` - at `$.layers[1]`"),
+        (2, {1: 0.5}, "Expected `str`, got `int` - at `key` in `$.scales`"),  # inside an Optional
     ],
 )
 def test_a_dict_key_that_breaks_the_annotation_is_named_as_msgspec_names_it(
@@ -172,7 +174,7 @@ def test_a_dict_key_that_breaks_the_annotation_is_named_as_msgspec_names_it(
 ) -> None:
     pattern = re.escape(message)
     with pytest.raises(TypeError, match=pattern):
-        wire.pack(Keyed(**{["by_layer", "layers"][index]: value}))  # type: ignore[arg-type]
+        wire.pack(Keyed(**{["by_layer", "layers", "scales"][index]: value}))  # type: ignore[arg-type]
     header, buffers = wire.pack(Keyed())
     start = 8 + 9 * wire.buffer_count(header)
     body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
