@@ -47,6 +47,8 @@ from metakit._overrides import reaches_metakit, users_methods
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
 
+__unittest = True  # unittest leaves this module's frames out of a failure's traceback, as pytest does
+
 
 def assert_zerocopy(obj: object) -> None:
     """Check one instance's conversions against the ``fields()`` reference.
@@ -64,12 +66,16 @@ def assert_zerocopy(obj: object) -> None:
 
     A user's own ``asdict_zerocopy`` (vLLM's FlashInfer metadata has one,
     to leave out its kernel wrapper) may leave out fields that ``__init__``
-    can do without (so that ``Cls(**d)`` still rebuilds the record), but
-    must return a new dict on every call, whose keys are fields in field
-    order and whose values are the very objects; each call with
-    ``skip_fields`` must return what a call without it returns, less the
-    names given, and must leave the set it is given unchanged.  An override of ``astuple_zerocopy`` must
-    return a tuple of the values that the instance's ``asdict_zerocopy()`` holds, in the same order.
+    can do without (so that ``Cls(**d)`` still rebuilds the record), and
+    must leave out ``OMIT`` fields; an override written in a base must keep
+    the fields that classes below it declare, which it cannot know.  It must return a new dict on every call, whose
+    keys are fields in field order and whose values are the very objects.
+    Each call with ``skip_fields``, given as a set, a frozenset, a list, a
+    tuple, a keys view or an iterator, must return what a call without it
+    returns, less the names given, and must leave a set or list it is given
+    unchanged.  An override of ``astuple_zerocopy`` must return a tuple of
+    the values that the instance's ``asdict_zerocopy()`` holds, in the same
+    order.
 
     Raises ``AssertionError`` that names the class, which of the two broke
     (the generated code or the override), the call and the difference.
@@ -97,7 +103,10 @@ def assert_zerocopy_class(cls: type) -> None:
     always changes; for one annotated as a list or a dict, a list or a
     dict of its own; an object of its own for any other.  Annotations are
     read as ``dataclasses`` left them, never evaluated: text by its outer
-    names (``Optional[Dict[str, Tensor]]`` is a dict).  ``ClassVar`` and
+    names (``Optional[Dict[str, Tensor]]`` is a dict), each looked up in the
+    class's module (an alias ``TensorT = torch.Tensor`` is a tensor; a name
+    imported only under ``TYPE_CHECKING`` is one only if it is ``Tensor``).
+    An abstract class has no instance: check its concrete subclasses.  ``ClassVar`` and
     ``InitVar`` pseudo-fields are not fields and get none.  A generic alias
     such as ``Box[int]`` checks ``Box``.  The replace check runs
     ``__init__`` and ``__post_init__`` as ``dataclasses.replace`` does, so
@@ -134,7 +143,10 @@ def assert_zerocopy_class(cls: type) -> None:
         # the instance that __init__ made answers for the class.
     if made is not None:
         note = "on the instance that dataclasses.replace made of the bare one: __init__ and __post_init__ ran"
-        _check_twice(made, target, (*notes, note))
+        try:
+            _check_twice(made, target, (*notes, note))
+        except _RaisedOnSentinels as error:
+            raise AssertionError(*error.args) from error.__cause__
 
 
 def _check_twice(obj: object, cls: type, notes: tuple[str, ...]) -> None:
@@ -249,6 +261,12 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
     """
     __tracebackhide__ = True
     name = _name(cls)
+    if inspect.isabstract(cls):
+        abstract = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise AssertionError(
+            f"{name}: assert_zerocopy_class cannot make a bare instance of {name}, an abstract class (abstract:"
+            f" {abstract}): check its concrete subclasses instead"
+        )
     try:
         obj: object = cast(Any, cls).__new__(cls)
     except Exception as error:
@@ -277,9 +295,9 @@ def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
     """Set each field of *obj* to a new sentinel; return *notes* and one for each field that reads another value."""
     name = _name(cls)
     found: list[str] = []
-    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    kinds = _Kinds(cls)
     for f in dataclasses.fields(cls):
-        sentinel = _sentinel(_kind(f.type, tensor), f"{name}.{f.name}")
+        sentinel = _sentinel(kinds.of(f.type), f"{name}.{f.name}")
         try:
             object.__setattr__(obj, f.name, sentinel)
             value = getattr(obj, f.name)
@@ -316,55 +334,90 @@ def _sentinel(kind: type | None, label: str) -> Any:
     return torch.zeros(4, dtype=torch.int16)[::2]
 
 
-def _kind(hint: object, tensor: type | None) -> type | None:
-    """*tensor*, ``list`` or ``dict``, if the annotation *hint* takes one: that type (a tensor, or a subclass of
-    one), ``list[int]`` or ``dict[str, X]``, a union with one (a tensor first), or ``Annotated`` or ``Final``
-    around one; else ``None``.
+class _Kinds:
+    """What a field's annotation takes, read as ``dataclasses`` left it, never evaluated: a tensor, a list,
+    a dict, or none of them (``None``).
 
-    The annotation is read as ``dataclasses`` left it, never evaluated: text
-    (``from __future__ import annotations``, a forward reference) is taken
-    apart by its brackets, and names a tensor by the name ``Tensor``
-    (``torch.Tensor``), a list by ``list`` or ``List`` and a dict by ``dict``
-    or ``Dict``.  Where torch was not imported, *tensor* is ``None`` and no
-    annotation names one.
+    A tensor is ``torch.Tensor``, a subclass of it (``torch.nn.Parameter``)
+    or one of torch's typed tensor classes (``torch.LongTensor``); a list is
+    ``list[int]`` or ``List[int]``, a dict ``dict[str, X]``; a union takes
+    a tensor first, else its first list or dict; ``Annotated`` and ``Final``
+    take what they wrap.  Text (``from __future__ import annotations``, a
+    forward reference) is taken apart by its brackets, and each name in it
+    looked up in the class's module, and in the modules it names, as a
+    dict is read: a name defined only under ``TYPE_CHECKING`` names a
+    tensor if it is ``Tensor``, a list if ``list`` or ``List``, a dict if
+    ``dict`` or ``Dict``.  Where torch was not imported, nothing is a tensor.
     """
-    if isinstance(hint, typing.ForwardRef):
-        hint = hint.__forward_arg__
-    if isinstance(hint, str):
-        return _text_kind(hint, tensor)
-    origin = typing.get_origin(hint)  # first: ``list[int]`` passes for a type on 3.10
-    if origin in (typing.Union, types.UnionType):
-        return _first_kind([_kind(option, tensor) for option in typing.get_args(hint)], tensor)
-    if origin in (typing.Annotated, typing.Final):
-        return _kind(typing.get_args(hint)[0], tensor)
-    if origin is not None:
-        return origin if origin in (list, dict) else None
-    if hint is list or hint is dict:
-        return hint
-    return tensor if tensor is not None and isinstance(hint, type) and issubclass(hint, tensor) else None
 
+    def __init__(self, cls: type) -> None:
+        torch = sys.modules.get("torch")
+        self.tensor: type | None = getattr(torch, "Tensor", None)
+        self.typed: tuple[type, ...] = (type(torch.LongTensor),) if torch is not None else ()
+        """The class of torch's typed tensor classes (``torch.LongTensor``), which are no subclasses of ``Tensor``."""
+        module = sys.modules.get(cls.__module__)
+        self.namespace: dict[str, Any] = vars(module) if module is not None else {}
+        self.resolving: set[str] = set()
+        """The names being looked up: a recursive alias (``Tree = int | list["Tree"]``) is read once."""
 
-def _first_kind(kinds: list[type | None], tensor: type | None) -> type | None:
-    """What a union of options of *kinds* takes: a tensor first, else the first list or dict."""
-    return tensor if tensor is not None and tensor in kinds else next((kind for kind in kinds if kind), None)
+    def of(self, hint: object) -> type | None:
+        if isinstance(hint, typing.ForwardRef):
+            hint = hint.__forward_arg__
+        if isinstance(hint, str):
+            return self.of_text(hint)
+        origin = typing.get_origin(hint)  # first: ``list[int]`` passes for a type on 3.10
+        if origin in (typing.Union, types.UnionType):
+            return self.first([self.of(option) for option in typing.get_args(hint)])
+        if origin in (typing.Annotated, typing.Final):
+            return self.of(typing.get_args(hint)[0])
+        if origin is not None:
+            return origin if origin in (list, dict) else None
+        if hint is list or hint is dict:
+            return hint
+        tensor = self.tensor
+        is_tensor = (
+            tensor is not None and isinstance(hint, type) and (issubclass(hint, tensor) or isinstance(hint, self.typed))
+        )
+        return tensor if is_tensor else None
 
+    def first(self, kinds: list[type | None]) -> type | None:
+        """What a union of options of *kinds* takes."""
+        return self.tensor if self.tensor is not None and self.tensor in kinds else next(filter(None, kinds), None)
 
-def _text_kind(text: str, tensor: type | None) -> type | None:
-    """``_kind`` of an annotation written as *text*: its outermost name, or each option of a union."""
-    text = text.strip().strip("'\"").strip()
-    options = _split_top(text, "|")
-    if len(options) > 1:
-        return _first_kind([_text_kind(option, tensor) for option in options], tensor)
-    head, bracket, rest = text.partition("[")
-    name = head.strip().rpartition(".")[2]
-    arguments = _split_top(rest[: rest.rfind("]")], ",") if bracket else []
-    if name in ("Optional", "Union"):
-        return _first_kind([_text_kind(argument, tensor) for argument in arguments], tensor)
-    if name in ("Annotated", "Final") and arguments:
-        return _text_kind(arguments[0], tensor)
-    if name == "Tensor":
-        return tensor
-    return {"list": list, "List": list, "dict": dict, "Dict": dict}.get(name)
+    def of_text(self, text: str) -> type | None:
+        """What the annotation written as *text* takes: by its outermost name, or each option of a union."""
+        text = text.strip().strip("'\"").strip()
+        options = _split_top(text, "|")
+        if len(options) > 1:
+            return self.first([self.of_text(option) for option in options])
+        head, bracket, rest = text.partition("[")
+        name = head.strip().rpartition(".")[2]
+        arguments = _split_top(rest[: rest.rfind("]")], ",") if bracket else []
+        if name in ("Optional", "Union"):
+            return self.first([self.of_text(argument) for argument in arguments])
+        if name in ("Annotated", "Final") and arguments:
+            return self.of_text(arguments[0])
+        if name == "Tensor":
+            return self.tensor
+        named = {"list": list, "List": list, "dict": dict, "Dict": dict}.get(name)
+        dotted = head.strip()
+        if named is None and not bracket and dotted not in self.resolving:
+            found = self.lookup(dotted)
+            if found is not None:  # a class, or an alias: ``TensorT = torch.Tensor``
+                self.resolving.add(dotted)
+                try:
+                    return self.of(found)
+                finally:
+                    self.resolving.discard(dotted)
+        return named
+
+    def lookup(self, dotted: str) -> object:
+        """The object that the dotted name *dotted* names in the class's module, or ``None``."""
+        first, *rest = dotted.split(".")
+        found = self.namespace.get(first)
+        for part in rest:
+            found = vars(found).get(part) if isinstance(found, ModuleType) else None
+        return found
 
 
 def _split_top(text: str, separator: str) -> list[str]:
@@ -416,6 +469,8 @@ class _Form(NamedTuple):
     """Whether metakit generated it: then it must return exactly the reference."""
     takes_obj: bool = False
     """Whether the call shows ``obj`` as its first argument (the function forms)."""
+    owner: type | None = None
+    """The class that defines the override, for an override."""
 
     def text(self, arguments: str = "") -> str:
         shown = ", ".join(part for part in ("obj" if self.takes_obj else "", arguments) if part)
@@ -446,6 +501,7 @@ class _Checker:
         # compared by identity: its value is checked by type instead.
         self.unstable = {name for name in self.every if self._read(name) is not self.values[name]}
         self.included = [f.name for f in self.fields if not is_omitted(f)]
+        self.omitted = [f.name for f in self.fields if is_omitted(f)]
 
     def _read(self, name: str) -> Any:
         __tracebackhide__ = True
@@ -523,7 +579,7 @@ class _Checker:
             role = f"the override {_name(overrides[0])}.{method}"
             if len(overrides) > 1:
                 role += " (over " + ", ".join(f"{_name(owner)}.{method}" for owner in overrides[1:]) + ")"
-            forms.append(_Form(role, f"obj.{method}", getattr(obj, method), False))
+            forms.append(_Form(role, f"obj.{method}", getattr(obj, method), False, owner=overrides[0]))
         return forms
 
     # --- asdict -------------------------------------------------------------------
@@ -538,14 +594,28 @@ class _Checker:
         for name in self.every:
             self._call_dict(form, [name], [key for key in keys if key != name])
         self._call_dict(form, self.every, [])
-        if self.every:  # by position too, as the generated method takes it
-            self._call_dict(form, [self.every[0]], [key for key in keys if key != self.every[0]], by_position=True)
+        if self.every:
+            name = self.every[0]
+            rest = [key for key in keys if key != name]
+            self._call_dict(form, [name], rest, by_position=True)  # as the generated method takes it too
+            for kind in _SKIP_KINDS:  # every iterable of names that skip_fields may be
+                self._call_dict(form, [name], rest, kind=kind)
+            if self._call_dict(form, [name], rest) is self._call_dict(form, [name], rest):
+                call = form.text(f"skip_fields={_set_text([name])}")
+                self.fail(form.role, call, "returned the same dict twice; it must return a new one each call")
         self._check_unknown_name(form, keys)
 
     def _call_dict(
-        self, form: _Form, skip: list[str] | None, expected: list[str] | None, *, by_position: bool = False
+        self,
+        form: _Form,
+        skip: list[str] | None,
+        expected: list[str] | None,
+        *,
+        by_position: bool = False,
+        kind: str = "set",
     ) -> dict[Any, Any]:
-        """Call *form* with *skip* (a fresh set, by keyword or *by_position*) and check the dict it returns.
+        """Call *form* with *skip* (a fresh iterable of *kind*, by keyword or *by_position*) and check the dict
+        it returns.
 
         *expected* is the list of keys it must have, or None for an
         override's first call: any fields, in field order.
@@ -555,18 +625,20 @@ class _Checker:
             call = form.text()
             got = self._call(form, call)
         else:
-            given = set(skip)
-            call = form.text(_set_text(skip) if by_position else f"skip_fields={_set_text(skip)}")
+            make, show = _SKIP_KINDS[kind]
+            given = make(skip)
+            text = show(skip)
+            call = form.text(text if by_position else f"skip_fields={text}")
             got = self._call(form, call, given) if by_position else self._call(form, call, skip_fields=given)
-            if given != set(skip):
-                added, removed = sorted(given - set(skip)), sorted(set(skip) - given)
+            if isinstance(given, (set, list)) and given != make(skip):
+                added, removed = sorted(set(given) - set(skip)), sorted(set(skip) - set(given))
                 changes = [f"it added {added}"] if added else []
                 changes += [f"it removed {removed}"] if removed else []
-                change = "; ".join(changes)
+                change = "; ".join(changes) or "it reordered it"
                 self.fail(
                     form.role,
                     call,
-                    f"changed the skip_fields it was given: {change}; it must leave the caller's set unchanged"
+                    f"changed the skip_fields it was given: {change}; it must leave the caller's {kind} unchanged"
                     " and change a copy",
                 )
         if type(got) is not dict:
@@ -579,6 +651,15 @@ class _Checker:
             in_order = [name for name in self.every if name in got]
             if keys != in_order:
                 self.fail(form.role, call, f"has keys {keys}, not in field order {in_order}: the order differs")
+            omitted = [name for name in keys if name in self.omitted]
+            if omitted:
+                self.fail(
+                    form.role,
+                    call,
+                    f"has keys {keys}: {omitted} are OMIT fields, which never appear in the dict (nor travel);"
+                    " leave them out",
+                )
+            self._check_below(form, call, got)
             # The receiver rebuilds the record with ``Cls(**d)``: an override
             # may leave out a field only if ``__init__`` can do without it.
             needed = [f.name for f in self.fields if f.name not in got and not is_omitted(f) and _required(f)]
@@ -601,6 +682,27 @@ class _Checker:
                     form.role, f"{call}[{name!r}]", "is not the object the instance holds: it was copied or replaced"
                 )
         return got
+
+    def _check_below(self, form: _Form, call: str, got: dict[Any, Any]) -> None:
+        """An override written in a base must not leave out the fields that classes below it declare.
+
+        It cannot know them: such a field would silently never travel, and
+        ``Cls(**d)`` would rebuild the record with its default.
+        """
+        __tracebackhide__ = True
+        owner = form.owner
+        if owner is None or owner is self.cls or not dataclasses.is_dataclass(owner):
+            return
+        known = {f.name for f in dataclasses.fields(owner)}
+        below = [f.name for f in self.fields if f.name not in got and f.name not in known and not is_omitted(f)]
+        if below:
+            self.fail(
+                form.role,
+                call,
+                f"leaves out {below}, which {_name(self.cls)} declares below {_name(owner)}, where the override is"
+                f" written: it cannot know them, so they would never travel; mark them OMIT if they must not,"
+                f" or override asdict_zerocopy in {_name(self.cls)}",
+            )
 
     def _key_difference(self, form: _Form, keys: list[Any], expected: list[str], skip: list[str] | None) -> str:
         missing = [name for name in expected if name not in keys]
@@ -788,3 +890,14 @@ def _name(cls: type) -> str:
 
 def _set_text(names: list[str]) -> str:
     return "{" + ", ".join(map(repr, names)) + "}" if names else "set()"
+
+
+_SKIP_KINDS: Final[dict[str, tuple[Callable[[list[str]], Iterable[str]], Callable[[list[str]], str]]]] = {
+    "set": (set, _set_text),
+    "frozenset": (frozenset, lambda names: f"frozenset({_set_text(names)})"),
+    "list": (list, repr),
+    "tuple": (tuple, lambda names: repr(tuple(names))),
+    "keys view": (lambda names: dict.fromkeys(names).keys(), lambda names: f"dict.fromkeys({names!r}).keys()"),
+    "iterator": (lambda names: iter(list(names)), lambda names: f"iter({names!r})"),
+}
+"""Each kind of iterable of names that ``skip_fields`` may be: how to make one, and how a message shows it."""

@@ -194,9 +194,14 @@ def test_the_class_helper_reads_text_annotations_without_evaluating_them(copied,
 
 _SENTINEL_PROBE = """
 from dataclasses import dataclass
-from typing import Annotated, Dict, List, Optional, Tuple
+from typing import Annotated, Dict, List, Optional, Tuple, Union
 import torch
+from torch import nn
 from metakit import ZeroCopy
+
+TensorAlias = torch.Tensor
+Ints = List[int]
+Tree = Union[int, "Tree"]
 
 @dataclass
 class Probe(ZeroCopy):
@@ -223,6 +228,13 @@ class Probe(ZeroCopy):
         ("torch.Tensor | None", torch.Tensor),
         ("Optional[Tuple[torch.Tensor, torch.Tensor]]", None),
         ("int", None),
+        # Names looked up in the module, as a dict is read (found by an outside tester):
+        ("TensorAlias", torch.Tensor),
+        ("Optional[TensorAlias]", torch.Tensor),
+        ("Ints", list),
+        ("torch.LongTensor", torch.Tensor),
+        ("nn.Parameter", torch.Tensor),
+        ("Tree", None),
     ],
 )
 @pytest.mark.parametrize("text", [False, True], ids=["live", "text"])
