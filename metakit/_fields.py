@@ -152,7 +152,8 @@ def layout_of(cls: type) -> Layout:
         kind = f._field_type  # as dataclasses.fields() reads it
         if kind is _CLASSVAR:
             continue
-        name = as_text(name)
+        if type(name) is not str:
+            name = as_text(name)
         names.append(name)
         if f.init:
             arguments.append(name)
@@ -160,7 +161,7 @@ def layout_of(cls: type) -> Layout:
             roles.append(REQUIRED if kind is _INITVAR and f.default is _MISSING else CARRIED)
         else:
             roles.append(REFUSED)
-        if kind is not _INITVAR and not is_omitted(f):
+        if kind is not _INITVAR and (f.metadata is _NO_METADATA or not is_omitted(f)):  # most fields have none
             included.append(name)
     by_position = not keyword_only and takes_by_position(cls, tuple(arguments))
     return Layout(tuple(names), "".join(roles), tuple(included), True, by_position)

@@ -27,7 +27,7 @@ from operator import itemgetter
 from types import CodeType
 from typing import Any, Final
 
-from metakit._fields import Layout
+from metakit._fields import ASDICT, Layout
 from metakit._source import methods_source
 
 # A shape's key: "P" or "K" (replace passes __init__'s arguments by position
@@ -70,6 +70,10 @@ if sys.version_info >= (3, 11):
         qualified = f"{qualname}.{code.co_name}"
         return code.replace(co_filename=filename, co_qualname=qualified, co_names=names, co_consts=consts)
 
+    def _is_named(code: CodeType, filename: str, qualname: str) -> bool:
+        """Whether *code* is under *filename*, as the method of the class *qualname*."""
+        return code.co_filename == filename and code.co_qualname == f"{qualname}.{code.co_name}"
+
 else:
 
     def _named(
@@ -78,9 +82,20 @@ else:
         """*code* under *filename*, reading *names* and *consts* (no ``co_qualname`` before 3.11)."""
         return code.replace(co_filename=filename, co_names=names, co_consts=consts)
 
+    def _is_named(code: CodeType, filename: str, qualname: str) -> bool:  # noqa: ARG001  # 3.11+'s signature
+        """Whether *code* is under *filename* (a function takes its qualified name from elsewhere)."""
+        return code.co_filename == filename
+
 
 def named(codes: dict[str, CodeType], filename: str, qualname: str) -> dict[str, CodeType]:
-    """*codes*, from a real compile, under *filename*, as the methods of the class *qualname*."""
+    """*codes*, from a real compile, under *filename*, as the methods of the class *qualname*.
+
+    A class made again under the file name and name that its code was made
+    for (once the class before it is collected) shares that code: a code
+    object never changes, and a copy costs more than the rest of ``generate``.
+    """
+    if _is_named(codes[ASDICT], filename, qualname):  # the three are named together
+        return codes
     return {method: _named(code, filename, qualname, code.co_names, code.co_consts) for method, code in codes.items()}
 
 

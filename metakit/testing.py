@@ -469,8 +469,8 @@ class _Form(NamedTuple):
     """Whether metakit generated it: then it must return exactly the reference."""
     takes_obj: bool = False
     """Whether the call shows ``obj`` as its first argument (the function forms)."""
-    owner: type | None = None
-    """The class that defines the override, for an override."""
+    owners: tuple[type, ...] = ()
+    """For an override, the classes that define one, the first where ``obj.method`` finds it."""
 
     def text(self, arguments: str = "") -> str:
         shown = ", ".join(part for part in ("obj" if self.takes_obj else "", arguments) if part)
@@ -579,7 +579,7 @@ class _Checker:
             role = f"the override {_name(overrides[0])}.{method}"
             if len(overrides) > 1:
                 role += " (over " + ", ".join(f"{_name(owner)}.{method}" for owner in overrides[1:]) + ")"
-            forms.append(_Form(role, f"obj.{method}", getattr(obj, method), False, owner=overrides[0]))
+            forms.append(_Form(role, f"obj.{method}", getattr(obj, method), False, owners=tuple(overrides)))
         return forms
 
     # --- asdict -------------------------------------------------------------------
@@ -684,22 +684,24 @@ class _Checker:
         return got
 
     def _check_below(self, form: _Form, call: str, got: dict[Any, Any]) -> None:
-        """An override written in a base must not leave out the fields that classes below it declare.
+        """Overrides written in bases must not leave out the fields that only classes below them declare.
 
-        It cannot know them: such a field would silently never travel, and
-        ``Cls(**d)`` would rebuild the record with its default.
+        They cannot know them: such a field would silently never travel, and
+        ``Cls(**d)`` would rebuild the record with its default.  (An override
+        in a class that is no dataclass, a mixin, may know any field.)
         """
         __tracebackhide__ = True
-        owner = form.owner
-        if owner is None or owner is self.cls or not dataclasses.is_dataclass(owner):
+        owners = form.owners
+        if not owners or self.cls in owners or not all(map(dataclasses.is_dataclass, owners)):
             return
-        known = {f.name for f in dataclasses.fields(owner)}
+        known = {f.name for owner in owners for f in dataclasses.fields(owner)}
         below = [f.name for f in self.fields if f.name not in got and f.name not in known and not is_omitted(f)]
         if below:
+            where = " and ".join(_name(owner) for owner in owners)
             self.fail(
                 form.role,
                 call,
-                f"leaves out {below}, which {_name(self.cls)} declares below {_name(owner)}, where the override is"
+                f"leaves out {below}, which {_name(self.cls)} declares below {where}, where the override is"
                 f" written: it cannot know them, so they would never travel; mark them OMIT if they must not,"
                 f" or override asdict_zerocopy in {_name(self.cls)}",
             )
