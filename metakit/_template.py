@@ -82,7 +82,7 @@ else:
         """*code* under *filename*, reading *names* and *consts* (no ``co_qualname`` before 3.11)."""
         return code.replace(co_filename=filename, co_names=names, co_consts=consts)
 
-    def _is_named(code: CodeType, filename: str, qualname: str) -> bool:  # noqa: ARG001  # 3.11+'s signature
+    def _is_named(code: CodeType, filename: str, qualname: str) -> bool:  # 3.11+'s signature
         """Whether *code* is under *filename* (a function takes its qualified name from elsewhere)."""
         return code.co_filename == filename
 
