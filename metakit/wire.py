@@ -1209,10 +1209,28 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     return Packed(outgoing.header, [memoryview(shared), *own])
 
 
+_NUMPY_DTYPES: Final = frozenset([
+    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32,
+    torch.uint64, torch.float16, torch.float32, torch.float64, torch.complex64, torch.complex128,
+])  # fmt: skip
+"""The dtypes whose tensors ``Tensor.numpy()`` takes as they are."""
+
+
 def _memoryview(tensor: torch.Tensor, nbytes: int) -> memoryview:
-    """The *nbytes* bytes of CPU memory from *tensor*'s ``data_ptr()`` on, keeping *tensor* alive."""
-    array = (ctypes.c_char * nbytes).from_address(tensor.data_ptr())
-    array.owner = tensor  # type: ignore[attr-defined]  # ctypes instances take attributes: the view's life is the tensor's
+    """The *nbytes* bytes of the contiguous CPU *tensor*, all of them, as a flat view that keeps it alive.
+
+    Through numpy, where torch has it: ctypes would make a new array type
+    for each size (about 16 µs), and an engine's tensors change size every step.
+    """
+    plain = tensor.detach() if tensor.requires_grad else tensor
+    if plain.dtype not in _NUMPY_DTYPES:  # bfloat16, the float8 types...: its bytes
+        plain = plain.view(torch.uint8)
+    try:
+        array: Any = plain.numpy()  # an ndarray, which exports its buffer (numpy's stubs say so from 3.12 only)
+    except RuntimeError:  # torch without numpy
+        raw = (ctypes.c_char * nbytes).from_address(tensor.data_ptr())
+        raw.owner = tensor  # type: ignore[attr-defined]  # ctypes instances take attributes: the view's life is the tensor's
+        return memoryview(raw).cast("B")
     return memoryview(array).cast("B")
 
 

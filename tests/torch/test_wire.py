@@ -9,6 +9,7 @@ V1 style common attention metadata holding tensors and their CPU twins.
 from __future__ import annotations
 
 import collections
+import ctypes
 import enum
 import gc
 import multiprocessing
@@ -157,6 +158,46 @@ def test_large_tensor_is_sent_from_its_own_memory() -> None:
     _, buffers = wire.pack(record)
     assert buffers[1].nbytes == record.slot_mapping.nbytes
     assert torch.frombuffer(buffers[1], dtype=torch.uint8).data_ptr() == record.slot_mapping.data_ptr()
+
+
+@dataclass
+class Large(ZeroCopy):
+    data: torch.Tensor
+
+
+def test_a_large_tensor_of_a_new_size_makes_no_new_type() -> None:
+    # An engine's tensors change size every step.  A ctypes view of each size is an array type of
+    # its own, which Python makes anew (about 16 µs); numpy's view of the tensor costs the same at
+    # every size.  (Kept alive here, each such type would stay listed.)
+    before = len(ctypes.Array.__subclasses__())
+    packed = [wire.pack(Large(torch.arange(wire.PACK_OWN_BUFFER + n, dtype=torch.uint8))) for n in range(5)]
+    assert len(ctypes.Array.__subclasses__()) == before
+    for n, (header, buffers) in enumerate(packed):
+        assert buffers[1].nbytes == wire.PACK_OWN_BUFFER + n
+        _assert_equal_tensors(
+            wire.unpack(header, buffers).data, torch.arange(wire.PACK_OWN_BUFFER + n, dtype=torch.uint8)
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.int64, torch.bool])
+@pytest.mark.parametrize("numpy", [True, False], ids=["numpy", "no numpy"])
+def test_a_large_tensor_is_sent_from_its_memory_with_or_without_numpy(dtype, numpy, monkeypatch) -> None:
+    if not numpy:  # torch without numpy: Tensor.numpy() raises, and the view is made with ctypes
+
+        def no_numpy(self: torch.Tensor, *, force: bool = False) -> Any:
+            raise RuntimeError("Numpy is not available")
+
+        monkeypatch.setattr(torch.Tensor, "numpy", no_numpy)
+    source = torch.arange(wire.PACK_OWN_BUFFER, dtype=torch.int64).to(dtype).requires_grad_(dtype.is_floating_point)
+    record = Large(source)
+    header, buffers = wire.pack(record)
+    assert (buffers[1].format, buffers[1].nbytes) == ("B", source.nbytes)
+    assert torch.frombuffer(buffers[1], dtype=torch.uint8).data_ptr() == source.data_ptr()
+    del record, source
+    gc.collect()  # the view keeps the tensor alive
+    got = wire.unpack(header, buffers).data
+    assert got.dtype is dtype
+    _assert_equal_tensors(got, torch.arange(wire.PACK_OWN_BUFFER, dtype=torch.int64).to(dtype))
 
 
 def test_override_keeps_the_wrappers_off_the_wire_and_receivers_get_defaults() -> None:
