@@ -68,14 +68,14 @@ def assert_zerocopy(obj: object) -> None:
     to leave out its kernel wrapper) may leave out fields that ``__init__``
     can do without (so that ``Cls(**d)`` still rebuilds the record), and
     must leave out ``OMIT`` fields; an override written in a base must keep
-    the fields that classes below it declare, which it cannot know.  It must return a new dict on every call, whose
-    keys are fields in field order and whose values are the very objects.
-    Each call with ``skip_fields``, given as a set, a frozenset, a list, a
-    tuple, a keys view or an iterator, must return what a call without it
-    returns, less the names given, and must leave a set or list it is given
-    unchanged.  An override of ``astuple_zerocopy`` must return a tuple of
-    the values that the instance's ``asdict_zerocopy()`` holds, in the same
-    order.
+    the fields that classes below it declare, which it cannot know.  It
+    must return a new dict on every call, whose keys are fields in field
+    order and whose values are the very objects.  Each call with
+    ``skip_fields``, given as a set, a frozenset, a list, a tuple, a keys
+    view or an iterator, must return what a call without it returns, less
+    the names given, and must leave a set or list it is given unchanged.
+    An override of ``astuple_zerocopy`` must return a tuple of the values
+    that the instance's ``asdict_zerocopy()`` holds, in the same order.
 
     Raises ``AssertionError`` that names the class, which of the two broke
     (the generated code or the override), the call and the difference.
@@ -106,8 +106,8 @@ def assert_zerocopy_class(cls: type) -> None:
     names (``Optional[Dict[str, Tensor]]`` is a dict), each looked up in the
     class's module (an alias ``TensorT = torch.Tensor`` is a tensor; a name
     imported only under ``TYPE_CHECKING`` is one only if it is ``Tensor``).
-    An abstract class has no instance: check its concrete subclasses.  ``ClassVar`` and
-    ``InitVar`` pseudo-fields are not fields and get none.  A generic alias
+    ``ClassVar`` and ``InitVar`` pseudo-fields are not fields and get none.
+    An abstract class has no instance: check its concrete subclasses.  A generic alias
     such as ``Box[int]`` checks ``Box``.  The replace check runs
     ``__init__`` and ``__post_init__`` as ``dataclasses.replace`` does, so
     they see the sentinels; where that makes an instance whose fields can
