@@ -28,7 +28,7 @@ from typing import Any, Final, NamedTuple
 
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
-from metakit._source import function_lines, header, printable, unwritable, why_unwritable
+from metakit._source import function_lines, header, label_of, unwritable, why_unwritable
 from metakit._template import compile_methods, named, template_for
 
 STATE: Final = sys.intern("<metakit>")  # interned, as attribute names are
@@ -70,7 +70,7 @@ class GeneratedMethods:
     astuple: Callable[[Any], tuple[Any, ...]]
     replace: Callable[..., Any]
 
-    def __init__(self, label: str, layout: Layout, source: _Source, module: str, qualname: str) -> None:
+    def __init__(self, label: str, layout: Layout, source: _Source, module: object, qualname: str) -> None:
         self.label = label
         self.layout = layout
         self._source = source
@@ -171,13 +171,13 @@ def _forget(lifetime: _Lifetime) -> None:
     _forget_dead(_files, entry[3])
 
 
-def generate(module: str, qualname: str, layout: Layout) -> GeneratedMethods:
+def generate(module: object, qualname: str, layout: Layout) -> GeneratedMethods:
     """New generated functions for the class *module.qualname* of this *layout*.
 
     Raises ``TypeError`` naming the field when a field's name cannot be
     written into source.
     """
-    label = printable(f"{module}.{qualname}")
+    label = label_of(module, qualname)
     key = (label, layout)
     ref = _live.get(key)
     source = None if ref is None else ref()

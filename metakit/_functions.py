@@ -95,7 +95,7 @@ def _plain_methods(cls: type) -> GeneratedMethods:
     entry = _plain.get(cls)
     if entry is None or not entry.serves(cls):
         fields = getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
-        methods = generate(cls.__module__, cls.__qualname__, layout_of(cls))
+        methods = generate(cls.__dict__.get("__module__"), cls.__qualname__, layout_of(cls))
         entry = _plain[cls] = _PlainEntry(methods, id(fields), tuple([_held(call) for call in _calls(cls)]))
     return entry.methods
 

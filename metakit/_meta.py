@@ -38,7 +38,7 @@ from metakit._combined import PROBE, check_cooperates, cooperating, probed
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._overrides import DISOWNED, DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing
-from metakit._source import printable, unwritable
+from metakit._source import label_of, unwritable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
 
@@ -219,7 +219,8 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = namespace.get(STATE)
-        if type(methods) is GeneratedMethods and methods.label != printable(f"{cls.__module__}.{cls.__qualname__}"):
+        label = label_of(namespace.get("__module__"), cls.__qualname__)
+        if type(methods) is GeneratedMethods and methods.label != label:
             _install(cls)
     elif name in ("__init__", "__new__"):
         if name == "__init__" and STATE not in namespace and holds_fields(namespace):
@@ -271,7 +272,7 @@ def _install(cls: type) -> None:
     # name ``slots=True`` changed since) stay in place until the new ones
     # take their places, so that no thread finds a method missing meanwhile.
     previous = (old.asdict, old.astuple, old.replace) if type(old) is GeneratedMethods else ()
-    methods = generate(namespace["__module__"], cls.__qualname__, layout_of(cls))
+    methods = generate(namespace.get("__module__"), cls.__qualname__, layout_of(cls))
     _set(cls, STATE, methods)
     gone, wanted = placing(cls, methods, frozenset(), previous)
     for name in gone:

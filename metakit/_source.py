@@ -55,12 +55,22 @@ def why_unwritable(name: object) -> str:
         return "Python reserves __debug__, which cannot be assigned or passed by keyword"
     if text in _KEYWORDS:
         return "it is a Python keyword"
-    return f"the parser reads identifiers in NFKC form, so it would read {unicodedata.normalize('NFKC', text)!r}"
+    normal = unicodedata.normalize("NFKC", text)
+    return f"the parser reads identifiers in NFKC form, so it would read {normal!a}, not {text!a}"
 
 
 def printable(label: str) -> str:
     """*label* as one printable line: a class's name can hold a newline (``make_dataclass`` takes any)."""
     return label if label.isprintable() else repr(label)[1:-1]
+
+
+def label_of(module: object, qualname: str) -> str:
+    """The name of the class *module.qualname* in its generated source, as one printable line.
+
+    A class's ``__module__`` is whatever its namespace holds: a module that
+    is gone, or not a ``str``, is written ``?``, never asked for its text.
+    """
+    return printable(f"{as_text(module) if isinstance(module, str) else '?'}.{qualname}")
 
 
 def header(owner: str) -> str:

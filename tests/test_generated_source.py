@@ -1033,3 +1033,27 @@ def test_where_field_kinds_are_unknown_replace_is_left_to_dataclasses(monkeypatc
     with pytest.raises(type(theirs.value)) as ours:  # by dataclasses itself, in its words on this Python
         metakit.replace(obj, late=4)
     assert str(ours.value) == str(theirs.value)
+
+
+class _NoText:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    __repr__ = __format__ = __str__  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("module", ["deleted", _NoText(), 42], ids=["deleted", "no text", "int"])
+def test_a_class_whose_module_is_gone_or_no_str_is_made_as_dataclasses_makes_it(module):
+    # Found by an outside tester: ``del C.__module__`` (which a Python metaclass allows) raised
+    # KeyError, and a __module__ whose text cannot be read raised its error; @dataclass takes both.
+    namespace: dict[str, Any] = {"__annotations__": {"x": int}}
+    if module != "deleted":
+        namespace["__module__"] = module
+    cls = metakit.ZeroCopyFields("C", (ZeroCopy,), namespace)
+    if module == "deleted":
+        del cls.__module__
+    cls = dataclass(cls)
+    assert cls(1).asdict_zerocopy() == {"x": 1}
+    assert metakit.replace(cls(1), x=2) == cls(2)
+    assert metakit.generated_source(cls).startswith("# metakit: the generated methods of ?.C\n")
+    mt.assert_zerocopy_class(cls)
