@@ -70,7 +70,8 @@ def label_of(module: object, qualname: str) -> str:
     A class's ``__module__`` is whatever its namespace holds: a module that
     is gone, or not a ``str``, is written ``?``, never asked for its text.
     """
-    return printable(f"{as_text(module) if isinstance(module, str) else '?'}.{qualname}")
+    text = module if type(module) is str else as_text(module) if isinstance(module, str) else "?"
+    return printable(f"{text}.{qualname}")
 
 
 def header(owner: str) -> str:
