@@ -3,7 +3,8 @@
 Every error a user can cause (a bad argument, a module that cannot be
 imported or raises, an output path that cannot be written) exits with
 status 2 and one line on stderr (after the usage where argparse cannot
-parse the arguments), before any work is done; Ctrl-C exits with
+parse the arguments), before any work is done; so does an output that
+cannot take what is written (a full disk), once it is seen; Ctrl-C exits with
 status 130, and a reader that closes the output early (``| head``) makes it
 exit with status 141, as SIGPIPE would.  None of them prints a traceback.
 """
