@@ -71,11 +71,11 @@ def assert_zerocopy(obj: object) -> None:
     the fields that classes below it declare, which it cannot know.  It
     must return a new dict on every call, whose keys are fields in field
     order and whose values are the very objects.  Each call with
-    ``skip_fields``, given as a set, a frozenset, a list, a tuple, a keys
-    view or an iterator (a set only, where the override's annotation takes
-    sets, as vLLM's ``Optional[Set[str]]``), must return what a call without
-    it returns, less the names given, and must leave a set or list it is
-    given unchanged.
+    ``skip_fields``, given as a set, a frozenset, a list, a tuple or a keys
+    view (a set only where an override it runs is annotated otherwise than
+    ``Iterable``, ``Collection`` or ``Any``, as vLLM's ``Optional[Set[str]]``),
+    must return what a call without it returns, less the names given, and
+    must leave a set or list it is given unchanged.
     An override of ``astuple_zerocopy`` must return a tuple of the values
     that the instance's ``asdict_zerocopy()`` holds, in the same order.
 
@@ -596,14 +596,17 @@ class _Checker:
         for name in self.every:
             self._call_dict(form, [name], [key for key in keys if key != name])
         self._call_dict(form, self.every, [])
-        if self.every:
-            name = self.every[0]
-            rest = [key for key in keys if key != name]
-            self._call_dict(form, [name], rest, by_position=True)  # as the generated method takes it too
-            for kind in _SKIP_KINDS if form.generated else _kinds_taken(form.function):
-                self._call_dict(form, [name], rest, kind=kind)
-            if self._call_dict(form, [name], rest) is self._call_dict(form, [name], rest):
-                call = form.text(f"skip_fields={_set_text([name])}")
+        if self.every:  # by position too, as the generated method takes it and the wire passes it
+            self._call_dict(form, [self.every[0]], [key for key in keys if key != self.every[0]], by_position=True)
+        if keys:
+            # The first key and the last: an iterator read twice, or read by ``in``, loses the second.
+            names = list(dict.fromkeys([keys[0], keys[-1]]))
+            rest = [key for key in keys if key not in names]
+            chain = (vars(owner)[ASDICT] for owner in form.owners)
+            for kind in _SKIP_KINDS if form.generated else _kinds_taken(chain):  # iterators: for the generated code
+                self._call_dict(form, names, rest, kind=kind)
+            if self._call_dict(form, names, rest) is self._call_dict(form, names, rest):
+                call = form.text(f"skip_fields={_set_text(names)}")
                 self.fail(form.role, call, "returned the same dict twice; it must return a new one each call")
         self._check_unknown_name(form, keys)
 
@@ -904,31 +907,36 @@ _SKIP_KINDS: Final[dict[str, tuple[Callable[[list[str]], Iterable[str]], Callabl
     "keys view": (lambda names: dict.fromkeys(names).keys(), lambda names: f"dict.fromkeys({names!r}).keys()"),
     "iterator": (lambda names: iter(list(names)), lambda names: f"iter({names!r})"),
 }
-"""Each kind of iterable of names that ``skip_fields`` may be: how to make one, and how a message shows it."""
+"""Each kind of iterable of names that ``skip_fields`` may be: how to make one, and how a message shows it.
+DESIGN's list for an override leaves out the iterator (which the generated code takes too)."""
+_OVERRIDE_KINDS: Final = tuple(kind for kind in _SKIP_KINDS if kind != "iterator")
 
-_SET_NAMES: Final = frozenset(["set", "Set", "AbstractSet", "MutableSet"])
+_ANY_ITERABLE: Final = frozenset(["Any", "object", "Iterable", "Collection"])
+"""The annotations of ``skip_fields`` that take every kind of iterable of names."""
 
 
-def _kinds_taken(override: Callable[..., Any]) -> Iterable[str]:
-    """The kinds of ``skip_fields`` that *override* takes: every kind, unless it is annotated to take sets.
+def _kinds_taken(methods: Iterable[object]) -> Iterable[str]:
+    """The kinds of ``skip_fields`` that a chain of overrides (their values in the class dicts) takes.
 
-    vLLM's FlashInfer override declares ``skip_fields: Optional[Set[str]]``:
-    a caller that passes a list there breaks its contract, not the override.
+    Every kind of collection where each is unannotated, or annotated to take any iterable
+    (``Iterable[str]``, ``Collection[str]``, ``Any``); else a set, the kind
+    callers pass: vLLM's FlashInfer override declares ``Optional[Set[str]]``,
+    and a list there breaks its contract, not the override's.
     """
-    try:
-        parameter = next(iter(inspect.signature(override).parameters.values()))
-    except (StopIteration, TypeError, ValueError):
-        return _SKIP_KINDS
-    annotation = parameter.annotation
-    text = (
-        annotation
-        if isinstance(annotation, str)
-        else annotation.__name__
-        if isinstance(annotation, type)
-        else str(annotation)
-    )
-    names = _outer_names(text)
-    return ["set"] if names and _SET_NAMES.issuperset(names) else _SKIP_KINDS
+    for method in methods:
+        try:
+            function: Any = getattr(method, "__func__", method)  # a staticmethod's or classmethod's function
+            parameters = list(inspect.signature(function).parameters.values())
+        except (TypeError, ValueError):
+            continue
+        taken = parameters[0 if isinstance(method, staticmethod) else 1 :][:1]
+        annotation = taken[0].annotation if taken else inspect.Parameter.empty
+        if annotation is inspect.Parameter.empty:
+            continue
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) or str(annotation)
+        if not _ANY_ITERABLE.issuperset(_outer_names(text)):
+            return ["set"]
+    return _OVERRIDE_KINDS
 
 
 def _outer_names(text: str) -> list[str]:
