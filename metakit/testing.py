@@ -933,7 +933,8 @@ def _kinds_taken(methods: Iterable[object]) -> Iterable[str]:
         annotation = taken[0].annotation if taken else inspect.Parameter.empty
         if annotation is inspect.Parameter.empty:
             continue
-        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) or str(annotation)
+        plain = isinstance(annotation, type) and not typing.get_args(annotation)  # a class: its name; else its text
+        text = annotation if isinstance(annotation, str) else annotation.__name__ if plain else str(annotation)
         if not _ANY_ITERABLE.issuperset(_outer_names(text)):
             return ["set"]
     return _OVERRIDE_KINDS

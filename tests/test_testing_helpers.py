@@ -999,6 +999,24 @@ def test_an_override_annotated_otherwise_than_to_take_any_iterable_is_called_wit
     check(broken("TakesSets", asdict_zerocopy=namespace["asdict_zerocopy"]))
 
 
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize(
+    "annotation",
+    ["Optional[Iterable[str]]", "Iterable[str] | None", "Collection[str]", "Any", "'Optional[Iterable[str]]'"],
+)
+def test_an_override_annotated_to_take_any_iterable_is_called_with_lists_too(check, annotation):
+    # Live annotations as well as text: Optional[...]'s options are read, not its name.
+    namespace: dict[str, Any] = {}
+    exec(
+        "from typing import *\n"
+        f"def asdict_zerocopy(self, skip_fields: {annotation} = None):\n"
+        "    return super(type(self), self).asdict_zerocopy({'c'} | (skip_fields or set()))\n",
+        namespace,
+    )
+    with pytest.raises(AssertionError, match=r"\(skip_fields=\['a', 'b'\]\) raised TypeError: unsupported operand"):
+        check(broken("TakesSets", asdict_zerocopy=namespace["asdict_zerocopy"]))
+
+
 @dataclass
 class DeclaresSets(ZeroCopy):
     n: int
