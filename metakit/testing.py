@@ -388,22 +388,17 @@ class _Kinds:
 
     def of_text(self, text: str) -> type | None:
         """What the annotation written as *text* takes: by its outermost name, or each option of a union."""
-        text = text.strip().strip("'\"").strip()
-        options = _split_top(text, "|")
+        options = _options(text)
         if len(options) > 1:
             return self.first([self.of_text(option) for option in options])
-        head, bracket, rest = text.partition("[")
-        name = head.strip().rpartition(".")[2]
-        arguments = _split_top(rest[: rest.rfind("]")], ",") if bracket else []
-        if name in ("Optional", "Union"):
-            return self.first([self.of_text(argument) for argument in arguments])
+        dotted, arguments = _subscript(options[0])
+        name = dotted.rpartition(".")[2]
         if name in ("Annotated", "Final") and arguments:
             return self.of_text(arguments[0])
         if name == "Tensor":
             return self.tensor
         named = {"list": list, "List": list, "dict": dict, "Dict": dict}.get(name)
-        dotted = head.strip()
-        if named is None and not bracket and dotted not in self.resolving:
+        if named is None and arguments is None and dotted not in self.resolving:
             found = self.lookup(dotted)
             if found is not None:  # a class, or an alias: ``TensorT = torch.Tensor``
                 self.resolving.add(dotted)
@@ -420,6 +415,26 @@ class _Kinds:
         for part in rest:
             found = vars(found).get(part) if isinstance(found, ModuleType) else None
         return found
+
+
+def _options(text: str) -> list[str]:
+    """The options of the union that the annotation written as *text* is (``X | Y``, ``Optional[X]``,
+    ``Union[X, Y]``), each taken apart in turn; or *text* alone, unquoted."""
+    text = text.strip().strip("'\"").strip()
+    options = _split_top(text, "|")
+    if len(options) > 1:
+        return [found for option in options for found in _options(option)]
+    dotted, arguments = _subscript(text)
+    if dotted.rpartition(".")[2] in ("Optional", "Union") and arguments:
+        return [found for argument in arguments for found in _options(argument)]
+    return [text]
+
+
+def _subscript(text: str) -> tuple[str, list[str] | None]:
+    """The dotted name that the annotation written as *text* starts with, and its arguments (``None`` if it
+    has no brackets)."""
+    head, bracket, rest = text.partition("[")
+    return head.strip(), _split_top(rest[: rest.rfind("]")], ",") if bracket else None
 
 
 def _split_top(text: str, separator: str) -> list[str]:
@@ -942,14 +957,5 @@ def _kinds_taken(methods: Iterable[object]) -> Iterable[str]:
 
 def _outer_names(text: str) -> list[str]:
     """The outer names of the options of the annotation written as *text*: ``Optional[Set[str]]`` has ``Set``."""
-    names = []
-    for option in _split_top(text.strip().strip("'\""), "|"):
-        head, bracket, rest = option.strip().partition("[")
-        name = head.strip().rpartition(".")[2]
-        if name in ("Optional", "Union") and bracket:
-            names += [
-                found for argument in _split_top(rest[: rest.rfind("]")], ",") for found in _outer_names(argument)
-            ]
-        elif name not in ("None", "NoneType"):
-            names.append(name)
-    return names
+    names = [_subscript(option)[0].rpartition(".")[2] for option in _options(text)]
+    return [name for name in names if name not in ("None", "NoneType")]
