@@ -42,6 +42,29 @@ _SOURCE: Final = "<metakit source>"
 ``linecache`` entry, live as long as any of its functions does, even one that outlives its class."""
 
 
+# The functions are made by ``def`` statements whose code is swapped for the
+# class's: from 3.13 on, CPython specializes a call only to a function that
+# its ``MAKE_FUNCTION`` instruction made, and calls one that
+# ``FunctionType(code, ...)`` made the general way, every time.
+_MAKER: Final = next(
+    code
+    for code in compile(
+        "def make():\n"
+        f"    def {ASDICT}(self, skip_fields=None): pass\n"
+        f"    def {ASTUPLE}(self): pass\n"
+        f"    def {REPLACE}(self, /, **changes): pass\n"
+        f"    return {ASDICT}, {ASTUPLE}, {REPLACE}\n",
+        "<metakit>",
+        "exec",
+    ).co_consts
+    if isinstance(code, CodeType)
+)
+_MAKER_SLOTS: Final = tuple(
+    (index, code.co_name) for index, code in enumerate(_MAKER.co_consts) if isinstance(code, CodeType)
+)
+"""Where the maker's code holds each method's code, by the method's name."""
+
+
 class _Source:
     """The code that the live classes of one name and layout share, and its ``linecache`` entry."""
 
@@ -78,10 +101,10 @@ class GeneratedMethods:
         # that holds it, a cycle that only the garbage collector ends.  A
         # function takes its ``__module__`` from ``__name__`` there.
         namespace = {**_GLOBALS, "__name__": module, _SOURCE: source}
-        codes = source.codes
-        self.asdict = FunctionType(codes[ASDICT], namespace, None, (None,))
-        self.astuple = FunctionType(codes[ASTUPLE], namespace)
-        self.replace = FunctionType(codes[REPLACE], namespace)
+        consts = list(_MAKER.co_consts)
+        for index, method in _MAKER_SLOTS:
+            consts[index] = source.codes[method]
+        self.asdict, self.astuple, self.replace = FunctionType(_MAKER.replace(co_consts=tuple(consts)), namespace)()
         if sys.version_info < (3, 11):  # later, a function takes its qualified name from its code
             for function in (self.asdict, self.astuple, self.replace):
                 function.__qualname__ = f"{qualname}.{function.__name__}"
