@@ -168,17 +168,19 @@ def dispatch(classes: tuple[type, ...]) -> None:
     for above in classes:
         namespace = above.__dict__
         for name in METHOD_NAMES:
-            if holds_generated(namespace, namespace.get(name)):
-                _set(above, name, _forwarder(above, name))
+            generated = namespace.get(name)
+            if holds_generated(namespace, generated):
+                _set(above, name, _forwarder(above, name, generated))
 
 
-def _forwarder(holder: type, name: str) -> Any:
-    """What rule 2 puts in place of *holder*'s generated method *name*.
+def _forwarder(holder: type, name: str, generated: object) -> Any:
+    """What rule 2 puts in place of *holder*'s *generated* method *name*.
 
     A call goes on as Python's would if metakit's methods were not there: to
     the next user's method after *holder* in the instance's MRO, or else to
     the generated code of the instance's own class (as ``ZeroCopy``'s method
-    does).
+    does).  To ``inspect`` it is the method it replaced (``__wrapped__``):
+    the same signature, and the generated source.
     """
     caller, attribute = _SERVED[name]
     walks = not (name is REPLACE and _owns_replace(holder))
@@ -211,6 +213,7 @@ def _forwarder(holder: type, name: str) -> Any:
     forward.__qualname__ = f"{holder.__qualname__}.{name}"
     forward.__module__ = holder.__module__
     forward.__doc__ = DISPATCHERS[name].__doc__
+    forward.__wrapped__ = generated  # type: ignore[attr-defined]
     return forward
 
 
