@@ -644,16 +644,21 @@ _CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
 def _owner(cls: type, f: Field[Any]) -> type:
     """The class in *cls*'s MRO that declared the field *f* (the first that holds that very ``Field``)."""
     for klass in reversed(cls.__mro__):
-        if klass.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
+        if _CLASS_DICT(klass).get("__dataclass_fields__", {}).get(f.name) is f:
             return klass
     return cls
 
 
 def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
-    """Where the names in the annotation of the field *f* of *cls* are looked up: where it was written."""
+    """Where the names in the annotation of the field *f* of *cls* are looked up: where it was written.
+
+    The dicts are read as ``_attributes`` reads them: an object in ``sys.modules`` that is no module,
+    or one whose ``__dict__`` is a property, runs no code of its own here.
+    """
     owner = _owner(cls, f)
-    module = sys.modules.get(owner.__module__)
-    return (owner.__dict__, module.__dict__ if module is not None else {}, builtins.__dict__)
+    module = _CLASS_DICT(owner).get("__module__")
+    home = _attributes(sys.modules.get(module)) if type(module) is str else None
+    return (_CLASS_DICT(owner), home if home is not None else {}, builtins.__dict__)
 
 
 def _resolve(f: Field[Any], namespaces: tuple[Mapping[str, Any], ...]) -> object:

@@ -85,7 +85,7 @@ import weakref
 import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass
-from typing import Any, Final, NamedTuple, NoReturn, cast
+from typing import Any, ClassVar, Final, NamedTuple, NoReturn, cast
 
 import msgspec
 import torch
@@ -1438,6 +1438,15 @@ class _Reader:
         one given as a tensor."""
         self.typed: dict[tuple[int, str, torch.dtype], tuple[torch.Tensor, int]] = {}
         """Each buffer as elements of each dtype, on each kind of device, and its storage offset in them."""
+        self.classes: dict[str, type] = {}
+        """The record classes found so far, by the name that arrived."""
+        self.live: dict[str, list[type]] | None = None
+        """The live record classes by qualified name, listed once a header, when a class must be searched for."""
+
+    def live_classes(self) -> dict[str, list[type]]:
+        if self.live is None:
+            self.live = live_classes()
+        return self.live
 
     @staticmethod
     def decode(data: memoryview | bytes) -> Any:
@@ -1499,7 +1508,7 @@ class _Reader:
                 "(or the names of the globals it may use) only if you trust the sender, since a pickle can run code"
             )
         try:
-            unpickler = _Unpickler(data, self.allow_pickle)
+            unpickler = (_Unpickler if self.allow_pickle is True else _ListedUnpickler)(data, self.allow_pickle)
             value = unpickler.load()
             extra = len(data) - unpickler.stream.tell()
             if extra:
@@ -1703,7 +1712,9 @@ class _Reader:
         module, colon, qualname = name.partition(":")
         if not colon:
             raise WireError(f"{where}: the class name {name[:200]!r} is not module:qualname")
-        cls = resolve(module, qualname)
+        cls = self.classes.get(name)
+        if cls is None:
+            cls = self.classes[name] = resolve(module, qualname, self.live_classes)
         codec = _codec(cls)
         if digest != codec.digest:
             raise WireError(
@@ -2014,21 +2025,18 @@ def _device(text: bytes) -> torch.device:
     return device
 
 
-class _Unpickler(pickle.Unpickler):
-    """Reads a pickled value that the receiver opted in to; never imports a module."""
+class _Globals:
+    """How the receiver's unpicklers find a global: only one that is listed and already imported."""
 
-    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
-        self.stream = io.BytesIO(data)
-        super().__init__(self.stream)
-        self.allowed = allowed
+    allowed: AllowPickle
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
         name = f"{module_name}.{global_name}"
         if self.allowed is not True and name not in self.allowed:  # type: ignore[operator]
-            raise WireError(f"a pickled value refers to {printable(name)}, which allow_pickle does not list")
+            raise WireError(f"a pickled value refers to {_shown(name)}, which allow_pickle does not list")
         if module_name not in sys.modules:
             raise WireError(
-                f"a pickled value refers to {printable(name)}, but {printable(module_name)} is not imported "
+                f"a pickled value refers to {_shown(name)}, but {_shown(module_name)} is not imported "
                 "here, and metakit never imports a module named on the wire: import it before receiving"
             )
         sys.audit("pickle.find_class", module_name, global_name)
@@ -2036,14 +2044,94 @@ class _Unpickler(pickle.Unpickler):
         # ``__getattr__`` (torch's lazy submodules) would import modules.
         found = _named_in(sys.modules[module_name], global_name)
         if found is None:
-            raise WireError(f"a pickled value refers to {printable(name)}, which its module does not define")
+            raise WireError(f"a pickled value refers to {_shown(name)}, which its module does not define")
         return found
 
 
+class _Unpickler(_Globals, pickle.Unpickler):
+    """Reads a pickled value from a peer the receiver trusts (``allow_pickle=True``); never imports a module."""
+
+    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
+        self.stream = io.BytesIO(data)
+        super().__init__(self.stream)
+        self.allowed = allowed
+
+
+class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own reference unpickler
+    """Reads a pickled value that may use only the globals the receiver listed, and may not change them.
+
+    A pickle that may only use some globals could still change one of them
+    in place, for the rest of the receiver's life: ``BUILD`` on a function sets
+    its ``__defaults__``, on a class its methods, and ``SETITEM`` or
+    ``APPEND`` on a dict or list changes it.  The stdlib's Python unpickler
+    (slower than its C one, which has no hook per opcode) refuses each such
+    opcode whose target is a global it found.
+    """
+
+    dispatch: ClassVar[dict[int, Callable[[Any], None]]] = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
+        self.stream = io.BytesIO(data)
+        super().__init__(self.stream)
+        self.allowed = allowed
+        self.found: list[tuple[object, str]] = []
+        """The globals found so far, and their names."""
+
+    def find_class(self, module_name: str, global_name: str, /) -> Any:
+        found = super().find_class(module_name, global_name)
+        self.found.append((found, f"{module_name}.{global_name}"))
+        return found
+
+    def unchanged(self, target: object, opcode: bytes) -> None:
+        """Refuse *opcode* if it would change *target*, a global of this process."""
+        for found, name in self.found:
+            if target is found:
+                raise WireError(
+                    f"a pickled value would change {_shown(name)} in place (opcode {opcode!r}): "
+                    "allow_pickle lets a pickle use the globals it lists, never change them"
+                )
+
+
+def _guarded(opcode: bytes, target: Callable[[Any], object]) -> Callable[[Any], None]:
+    """The stdlib's loader of *opcode*, once the object it changes, ``target(unpickler)``, is no global."""
+    load = _PYTHON_LOADERS[opcode[0]]
+
+    def guarded(unpickler: _ListedUnpickler) -> None:
+        unpickler.unchanged(target(unpickler), opcode)
+        load(unpickler)
+
+    return guarded
+
+
+_PYTHON_LOADERS: Final[dict[int, Callable[[Any], None]]] = pickle._Unpickler.dispatch
+# What each opcode that changes an object in place changes: an object on the stack, or the one below its mark.
+_ListedUnpickler.dispatch.update({
+    pickle.BUILD[0]: _guarded(pickle.BUILD, lambda unpickler: unpickler.stack[-2]),
+    pickle.SETITEM[0]: _guarded(pickle.SETITEM, lambda unpickler: unpickler.stack[-3]),
+    pickle.APPEND[0]: _guarded(pickle.APPEND, lambda unpickler: unpickler.stack[-2]),
+    pickle.SETITEMS[0]: _guarded(pickle.SETITEMS, lambda unpickler: unpickler.metastack[-1][-1]),
+    pickle.APPENDS[0]: _guarded(pickle.APPENDS, lambda unpickler: unpickler.metastack[-1][-1]),
+    pickle.ADDITEMS[0]: _guarded(pickle.ADDITEMS, lambda unpickler: unpickler.metastack[-1][-1]),
+})  # fmt: skip
+
+
+_MOST_SHOWN: Final = 200
+"""How many characters of a name that arrived an error message shows."""
+
+
+def _shown(text: str) -> str:
+    """*text*, a name that arrived, as an error message shows it: one printable line, cut short."""
+    return printable(text[:_MOST_SHOWN]) + ("..." if len(text) > _MOST_SHOWN else "")
+
+
 def _first_line(error: BaseException) -> str:
-    """``describe(error)``'s first line: to some messages torch appends its C++ backtrace, which holds this
-    process's addresses."""
-    return describe(error).partition("\n")[0]
+    """``describe(error)``'s first line, cut short: to some messages torch appends its C++ backtrace, which
+    holds this process's addresses, and a value that arrived may be as long as its header."""
+    line = describe(error).partition("\n")[0]
+    return line if len(line) <= _MOST_LINE else f"{line[:_MOST_LINE]}..."
+
+
+_MOST_LINE: Final = 1000
 
 
 def local_device(kind: str) -> torch.device:
@@ -2057,7 +2145,7 @@ def local_device(kind: str) -> torch.device:
     return torch.device(kind, current())
 
 
-def resolve(module: str, qualname: str) -> type:
+def resolve(module: str, qualname: str, live: Callable[[], Mapping[str, list[type]]] | None = None) -> type:
     """The one live dataclass made by ``ZeroCopyFields`` named *module*.*qualname*.
 
     A module may be known by two names, so the module objects are compared,
@@ -2069,8 +2157,8 @@ def resolve(module: str, qualname: str) -> type:
     A class that its module's namespace holds under its qualified name (read
     from the namespaces' dicts, with no import and no ``__getattr__``) is
     that class, as for pickle; only the others (a class defined in a
-    function) are searched for among all live classes, which costs time in
-    proportion to their number.
+    function) are searched for among all live classes, as *live* gives them
+    (``live_classes`` by default), which costs time in proportion to their number.
     """
     home = sys.modules.get(module)
     named = _named_in(home, qualname)
@@ -2078,8 +2166,8 @@ def resolve(module: str, qualname: str) -> type:
         return named  # type: ignore[return-value]
     found = [
         cls
-        for cls in zerocopy_classes()
-        if cls.__qualname__ == qualname
+        for cls in (live or live_classes)().get(qualname, ())
+        if (cls.__module__ == module or (home is not None and sys.modules.get(cls.__module__) is home))
         and (cls.__module__ == module or (home is not None and sys.modules.get(cls.__module__) is home))
         and is_dataclass(cls)
     ]
@@ -2096,6 +2184,14 @@ def resolve(module: str, qualname: str) -> type:
             "(defined in a function that ran more than once?), and nothing tells which one the sender meant"
         )
     return found[0]
+
+
+def live_classes() -> dict[str, list[type]]:
+    """The live dataclasses made by ``ZeroCopyFields``, by qualified name."""
+    classes: dict[str, list[type]] = {}
+    for cls in zerocopy_classes():
+        classes.setdefault(cls.__qualname__, []).append(cls)
+    return classes
 
 
 def _named_in(module: object, qualname: str) -> object:

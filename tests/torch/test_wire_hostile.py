@@ -23,7 +23,7 @@ import types
 import warnings
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
@@ -31,7 +31,7 @@ import msgspec
 import pytest
 import torch
 
-from metakit import OMIT, ZeroCopy, wire
+from metakit import OMIT, ZeroCopy, ZeroCopyFields, wire
 from metakit.wire import WireError
 
 if TYPE_CHECKING:
@@ -892,6 +892,140 @@ def test_a_pickle_never_runs_a_modules_getattr() -> None:
         assert wire.unpack(header, buffers, allow_pickle=True).unresolved is len  # type: ignore[attr-defined]
     finally:
         del sys.modules[lazy.__name__]
+
+
+def _with_pickled_bytes(data: bytes) -> tuple[bytes, list[memoryview]]:
+    """A ``Step`` whose field ``unresolved`` arrives as the pickle *data*."""
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+
+    def edit(body: list[Any]) -> None:
+        body[3][position] = msgspec.msgpack.Ext(_PICKLE, data)
+
+    return _edited(_step(), edit)
+
+
+def _global(module: str, name: str) -> bytes:
+    """Pickle opcodes that push the global *module.name* (``SHORT_BINUNICODE`` twice, ``STACK_GLOBAL``)."""
+    return b"\x8c" + bytes([len(module)]) + module.encode() + b"\x8c" + bytes([len(name)]) + name.encode() + b"\x93"
+
+
+def _listed_helper(value: int, scale: int = 1) -> int:
+    return value * scale
+
+
+_LISTED_TABLE: dict[str, int] = {"kept": 1}
+_LISTED_ITEMS: list[int] = [1]
+
+
+@pytest.mark.parametrize(
+    ("name", "opcodes"),
+    [
+        # BUILD (None, {"__defaults__": (100,)}): a function's defaults changed for good
+        ("_listed_helper", b"N}\x8c\x0c__defaults__Kd\x85s\x86b"),
+        # BUILD ({"__doc__": "x"}): a function's attributes
+        ("_listed_helper", b"}\x8c\x07__doc__\x8c\x01xsb"),
+        ("_LISTED_TABLE", b"\x8c\x04kindK\x02s"),  # SETITEM
+        ("_LISTED_TABLE", b"(\x8c\x04kindK\x02u"),  # SETITEMS
+        ("_LISTED_ITEMS", b"K\x02a"),  # APPEND
+        ("_LISTED_ITEMS", b"(K\x02e"),  # APPENDS
+    ],
+)
+def test_a_pickle_may_use_a_listed_global_but_never_change_it(name: str, opcodes: bytes) -> None:
+    # Found by an outside tester: with allow_pickle={"pk.helper"}, BUILD set the receiver's own
+    # pk.helper.__defaults__, for the rest of its life.
+    before = (_listed_helper.__defaults__, _listed_helper.__doc__, dict(_LISTED_TABLE), list(_LISTED_ITEMS))
+    header, buffers = _with_pickled_bytes(b"\x80\x04" + _global(__name__, name) + opcodes + b".")
+    _refused(header, buffers, rf"would change {__name__}\.{name} in place", allow_pickle={f"{__name__}.{name}"})
+    assert (_listed_helper.__defaults__, _listed_helper.__doc__, dict(_LISTED_TABLE), list(_LISTED_ITEMS)) == before
+
+
+def test_a_listed_class_still_rebuilds_its_instances_with_their_state() -> None:
+    record = _step()
+    record.unresolved = [datetime.timedelta(days=2), _Listed(3)]  # type: ignore[list-item]
+    header, buffers = wire.pack(record, allow_pickle=True)
+    names = {"datetime.timedelta", f"{__name__}._Listed"}
+    arrived = wire.unpack(header, buffers, allow_pickle=names).unresolved  # type: ignore[attr-defined]
+    assert arrived == [datetime.timedelta(days=2), _Listed(3)]
+
+
+@dataclass
+class _Listed:
+    value: int
+
+
+@pytest.mark.parametrize("allow_pickle", [True, {"x.y"}])
+def test_a_pickled_global_name_of_megabytes_is_quoted_cut_short(allow_pickle: Any) -> None:
+    # Found by an outside tester: a 4 MB module name gave a WireError of 16 M characters.
+    long = "m" * 70_000 + "\x00" * 70_000
+    data = b"\x80\x04\x8d" + struct.pack("<Q", len(long)) + long.encode() + b"\x8c\x01x\x93."
+    header, buffers = _with_pickled_bytes(data)
+    error = _refused(header, buffers, allow_pickle=allow_pickle)
+    assert len(str(error)) < 2_000, len(str(error))
+
+
+class _Counting(ZeroCopyFields):
+    """A metaclass that counts how often a class's ``__qualname__`` is read."""
+
+    reads = 0
+
+    def __getattribute__(cls, name: str) -> Any:
+        if name == "__qualname__":
+            _Counting.reads += 1
+        return super().__getattribute__(name)
+
+
+class _CountingBase(ZeroCopy, metaclass=_Counting):
+    pass
+
+
+@dataclass
+class _Holder(ZeroCopy):
+    items: list[Any]
+
+
+def test_records_of_classes_found_among_the_live_ones_cost_one_search_a_header() -> None:
+    # Found by an outside tester: a class that its module's namespace does not hold (defined in a
+    # function, made by make_dataclass) was searched for among all live classes once per record, so a
+    # 100 KB header of 5,000 records cost 4 s with 3,000 live classes.
+    classes = [
+        make_dataclass(f"Far{i}", [("n", int)], bases=(_CountingBase,), namespace={"__module__": "far"})
+        for i in range(40)
+    ]
+    header, buffers = wire.pack(_Holder([classes[7](i) for i in range(300)]))
+    _Counting.reads = 0
+    arrived = wire.unpack(header, buffers)
+    assert [item.n for item in arrived.items] == list(range(300))  # type: ignore[attr-defined]
+    assert type(arrived.items[0]) is classes[7]  # type: ignore[attr-defined]
+    assert _Counting.reads < 10 * len(classes), _Counting.reads  # not once per record (12,000)
+
+
+class _DictIsAProperty(types.ModuleType):
+    """A module whose ``__dict__`` is computed, as lazy-loading packages make theirs."""
+
+    reads = 0
+
+    @property  # type: ignore[misc]
+    def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+        _DictIsAProperty.reads += 1
+        return super().__dict__
+
+
+def test_resolving_a_fields_annotation_runs_no_code_of_its_module_object() -> None:
+    # Found by an outside tester: the receiver read the module's ``__dict__`` through its property.
+    module = _DictIsAProperty("metakit_lazy_records")
+    sys.modules[module.__name__] = module
+    try:
+        Lazy = make_dataclass("Lazy", [("n", "int")], bases=(ZeroCopy,), namespace={"__module__": module.__name__})
+        types.ModuleType.__dict__["__dict__"].__get__(module)["Lazy"] = Lazy
+        _DictIsAProperty.reads = 0
+        assert wire.unpack(*wire.pack(Lazy(3))) == Lazy(3)
+        header, buffers = wire.pack(Lazy(3))
+        table, body = _split(header)
+        body[3][0] = "three"
+        _refused(_join(table, body), buffers, "Expected `int`, got `str`")
+        assert _DictIsAProperty.reads == 0
+    finally:
+        del sys.modules[module.__name__]
 
 
 # --- tensors: every spec checked against its buffer ------------------------------
