@@ -2168,7 +2168,6 @@ def resolve(module: str, qualname: str, live: Callable[[], Mapping[str, list[typ
         cls
         for cls in (live or live_classes)().get(qualname, ())
         if (cls.__module__ == module or (home is not None and sys.modules.get(cls.__module__) is home))
-        and (cls.__module__ == module or (home is not None and sys.modules.get(cls.__module__) is home))
         and is_dataclass(cls)
     ]
     found = [cls for cls in found if not _is_replaced(cls, found)]
