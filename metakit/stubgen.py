@@ -22,6 +22,7 @@ their fields.  Point pyright at ``DIR`` with ``stubPath``.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import enum
 import importlib
@@ -389,7 +390,8 @@ class _Additions:
             for name, value, annotation in _self_targets(func):
                 if name not in taken:
                     taken.add(name)
-                    typ = stub.typed(annotation or UnboundType(_type_of_value(value)))
+                    known = annotation and self._attribute_type(cls, annotation, _imported_in(func, self.source.module))
+                    typ = stub.typed(known or UnboundType(_type_of_value(value)))
                     stub.lines += [
                         "@_property",
                         f"def {name}(self) -> {typ}: ...",
@@ -397,6 +399,31 @@ class _Additions:
                         f"def {name}(self, value: {typ}) -> None: ...",
                     ]
         return stub.nodes()
+
+    def _attribute_type(self, cls: type, annotation: Type, imported: dict[str, tuple[str, str]]) -> Type | None:
+        """*annotation*, of an attribute a method of *cls* sets, as the stub can name it; ``None`` if it cannot.
+
+        A name that the method imports itself (as engines do, to break an
+        import cycle) is written in full, its module imported by the stub.
+        One that neither the module nor the class binds, nor builtins, makes
+        the type unknown.
+        """
+        unknown = False
+        scope = {*vars(cls), *(param.__name__ for param in getattr(cls, "__type_params__", ()))}
+
+        def name_of(written: str) -> str:
+            nonlocal unknown
+            head, dot, rest = written.partition(".")
+            if head in imported:
+                full, module = imported[head]
+                self.imports[module] = None
+                return full + dot + rest
+            if self.source.resolve(written)[1] is None and head not in scope and not hasattr(builtins, head):
+                unknown = True
+            return written
+
+        typ = _rewrite(annotation, name_of)
+        return None if unknown else typ
 
     # --- field types ----------------------------------------------------------
 
@@ -547,6 +574,30 @@ def _type_of_value(value: Expression | None) -> str:
     if value is None:
         return "_Incomplete"
     return ASTStubGenerator().get_str_type_of_node(value, can_be_incomplete=False) or "_Incomplete"
+
+
+def _imported_in(func: FuncDef, module: types.ModuleType) -> dict[str, tuple[str, str]]:
+    """The names that imports inside *func* bind: each one's full name, and the module a stub imports for it."""
+    found: dict[str, tuple[str, str]] = {}
+    package = hasattr(module, "__path__")
+
+    def walk(block: Block) -> None:
+        for stmt in block.body:
+            if isinstance(stmt, Import):
+                for imported, alias in stmt.ids:
+                    bound = alias or imported.partition(".")[0]
+                    found[bound] = (imported if alias else bound, imported)
+            elif isinstance(stmt, ImportFrom):
+                source = stmt.id
+                if stmt.relative:
+                    source, _ = correct_relative_import(module.__name__, stmt.relative, stmt.id, package)
+                for imported, alias in stmt.names:
+                    found[alias or imported] = (f"{source}.{imported}", source)
+            for inner in _blocks(stmt):
+                walk(inner)
+
+    walk(func.body)
+    return found
 
 
 def _self_targets(func: FuncDef) -> list[tuple[str, Expression | None, Type | None]]:

@@ -741,6 +741,52 @@ def test_attributes_set_by_unpacking_in_a_chain_or_as_loop_and_with_targets_are_
     assert basedpyright(tmp_path, ["stubs", "usage.py"]) == []
 
 
+LOCAL_IMPORTS = """
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from metakit import ZeroCopy
+
+
+@dataclass
+class SamplerMetadata(ZeroCopy):
+    slot_mapping: torch.Tensor
+
+    def __post_init__(self) -> None:
+        from collections import OrderedDict as Ordered  # imported here, as engines do to break a cycle
+        import fractions
+
+        self.by_seq: Optional[Ordered[int, int]] = None
+        self.scale: Optional[fractions.Fraction] = None
+        self.unknown: Optional[NowhereDefined] = None  # noqa: F821  # a name nothing binds
+"""
+
+
+def test_a_type_that_a_method_imports_itself_is_named_in_full_and_imported_by_the_stub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by an outside tester: the stub named OrderedDict as the method's import did, and imported
+    # nothing, so pyright reported the name undefined.
+    stub = stub_of(tmp_path, monkeypatch, "local_imports", LOCAL_IMPORTS)
+    assert "def by_seq(self) -> collections.OrderedDict[int, int] | None: ..." in stub
+    assert "def scale(self) -> fractions.Fraction | None: ..." in stub
+    assert "def unknown(self) -> _Incomplete: ..." in stub
+    assert {"import collections", "import fractions"} <= set(stub.splitlines())
+    (tmp_path / "stubs").mkdir()
+    (tmp_path / "stubs" / "local_imports.pyi").write_text(stub)
+    (tmp_path / "usage.py").write_text(
+        "from typing import assert_type\n"
+        "import fractions, torch\n"
+        "from local_imports import SamplerMetadata\n"
+        "meta = SamplerMetadata(torch.arange(2))\n"
+        "assert_type(meta.scale, fractions.Fraction | None)\n"
+    )
+    (tmp_path / "local_imports.py").unlink()  # pyright reads the stub alone
+    assert basedpyright(tmp_path, ["stubs", "usage.py"]) == []
+
+
 def test_an_init_var_without_a_default_stays_required_in_replace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -167,3 +167,9 @@ def typevar_receiver_keys_stay_checked(meta: SteppedT) -> None:
     meta.asdict_zerocopy()["attn_bias"]  # E: not a field
     meta.asdict_zerocopy(skip_fields={"slot_mappings"})  # E: not a field
     meta.asdict_zerocopy(skip_fields={"slot_mapping": 0, "seq_len": 1})  # E: a dict's keys are the names
+
+
+def a_plain_result_rebound_to_one_that_may_lack_keys(meta: FlashInferMetadata, skip: Set[str]) -> int:
+    d = meta.asdict_zerocopy()
+    d = meta.asdict_zerocopy(skip_fields=skip)  # E: its keys may be gone (README Limits: annotate d)
+    return len(d)

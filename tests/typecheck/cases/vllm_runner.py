@@ -9,7 +9,7 @@ shows for what a ``TypedDict`` forbids keep every type.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, TypedDict, TypeVar, Union
 
 from engine_base import Tensor
 from typing_extensions import assert_type
@@ -143,3 +143,13 @@ def idiom_dict_methods(meta: PagedMetadata, decode: Optional[PagedMetadata]) -> 
     del d["block_tables"]
     empty: Dict[str, Any] = {}
     return decode.asdict_zerocopy() if decode is not None else empty
+
+
+def idiom_result_mixed_with_another_dict(meta: PagedMetadata, skip: Optional[Set[str]], flag: bool) -> int:
+    # README Limits: a variable that takes a plain call's result and one with a skip_fields that is not
+    # a literal, or a result mixed with another dict, is annotated Dict[str, Any].
+    d: Dict[str, Any] = meta.asdict_zerocopy()
+    if skip:
+        d = meta.asdict_zerocopy(skip_fields=skip)
+    e: Dict[str, Any] = meta.asdict_zerocopy() if flag else {}
+    return len(d) + len(e)
