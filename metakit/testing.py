@@ -25,6 +25,7 @@ classes checked have imported it).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import importlib
@@ -66,16 +67,18 @@ def assert_zerocopy(obj: object) -> None:
 
     A user's own ``asdict_zerocopy`` (vLLM's FlashInfer metadata has one,
     to leave out its kernel wrapper) may leave out fields that ``__init__``
-    can do without (so that ``Cls(**d)`` still rebuilds the record), and
-    must leave out ``OMIT`` fields; an override written in a base must keep
-    the fields that classes below it declare, which it cannot know.  It
-    must return a new dict on every call, whose keys are fields in field
-    order and whose values are the very objects.  Each call with
-    ``skip_fields``, given as a set, a frozenset, a list, a tuple or a keys
-    view (a set only where an override it runs is annotated otherwise than
-    ``Iterable``, ``Collection`` or ``Any``, as vLLM's ``Optional[Set[str]]``),
-    must return what a call without it returns, less the names given, and
-    must leave a set or list it is given unchanged.
+    can do without (so that ``Cls(**d)`` still rebuilds the record: not an
+    ``init=False`` field with no default where no ``__post_init__`` can set
+    it), and must leave out ``OMIT`` fields; an override written in a base
+    must keep the fields that classes below it declare, which it cannot
+    know.  It must return a new dict on every call, whose keys are fields in
+    field order and whose values are the very objects.  Each call with
+    ``skip_fields`` of each kind that the overrides it runs take (unannotated,
+    or annotated ``Any`` or ``Collection[str]``: a set, a frozenset, a list, a
+    tuple and a keys view; ``Iterable[str]``: an iterator too;
+    ``List[str]``: a list; vLLM's ``Optional[Set[str]]``: a set) must return
+    what a call without it returns, less the names given, and must leave a
+    set or list it is given unchanged.
     An override of ``astuple_zerocopy`` must return a tuple of the values
     that the instance's ``asdict_zerocopy()`` holds, in the same order.
 
@@ -118,10 +121,9 @@ def assert_zerocopy_class(cls: type) -> None:
     is checked as made, then with every field set anew (a conversion that
     returns values it kept from an earlier call shows).  A call that raises
     on the bare instance, which never ran ``__post_init__``, is no failure
-    when the instance ``__init__`` made passes.  Where ``__init__`` refuses
-    the sentinels (a ``__post_init__`` that validates them), an attribute
-    that is not a field, set on the bare instance, stands for those that
-    ``__post_init__`` sets (but in slots classes, which take none).
+    when the instance ``__init__`` made passes.  An attribute that is not a
+    field, set on the bare instance, stands for those that ``__post_init__``
+    or a caching property sets (but in slots classes, which take none).
 
     A field that cannot be set that way (its descriptor refuses the
     sentinel) fails the check with a message that says so: test that class
@@ -134,8 +136,7 @@ def assert_zerocopy_class(cls: type) -> None:
     target = _dataclass_of(cls)
     obj, notes = _bare_instance(target)
     made = _made_by_init(obj)
-    if made is None:
-        _stand_in(obj)
+    _stand_in(obj)
     try:
         _check_twice(obj, target, notes)
     except _RaisedOnSentinels as error:
@@ -280,10 +281,12 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
 
 
 def _stand_in(bare: object) -> None:
-    """Set an attribute that is not a field on *bare*, as ``__post_init__`` sets some, unless it takes none.
+    """Set an attribute that is not a field on *bare*, as ``__post_init__`` or a caching property sets some,
+    unless it takes none.
 
-    An override that returns such attributes (``self.__dict__``) then shows
-    on the bare instance, where no instance that ``__init__`` made can.
+    An override that returns such attributes (``vars(self)``) then shows on
+    the bare instance, even where ``__post_init__`` sets none or ``__init__``
+    refuses the sentinels.
     """
     if _STAND_IN not in bare.__dataclass_fields__:  # type: ignore[attr-defined]  # a dataclass here
         with contextlib.suppress(AttributeError):  # slots: nothing but the fields can be set
@@ -603,27 +606,29 @@ class _Checker:
 
     def _check_asdict(self, form: _Form) -> None:
         __tracebackhide__ = True
+        kinds = list(_SKIP_KINDS) if form.generated else _kinds_taken(vars(owner)[ASDICT] for owner in form.owners)
+        kind = "set" if "set" in kinds else kinds[0]  # the kind callers pass, where the code takes it
         first = self._call_dict(form, None, self.included if form.generated else None)
         keys = list(first)
         if self._call_dict(form, None, keys) is first:
             self.fail(form.role, form.text(), "returned the same dict twice; it must return a new one each call")
-        self._call_dict(form, [], keys)
+        self._call_dict(form, [], keys, kind=kind)
         for name in self.every:
-            self._call_dict(form, [name], [key for key in keys if key != name])
-        self._call_dict(form, self.every, [])
+            self._call_dict(form, [name], [key for key in keys if key != name], kind=kind)
+        self._call_dict(form, self.every, [], kind=kind)
         if self.every:  # by position too, as the generated method takes it and the wire passes it
-            self._call_dict(form, [self.every[0]], [key for key in keys if key != self.every[0]], by_position=True)
+            rest = [key for key in keys if key != self.every[0]]
+            self._call_dict(form, [self.every[0]], rest, by_position=True, kind=kind)
         if keys:
             # The first key and the last: an iterator read twice, or read by ``in``, loses the second.
             names = list(dict.fromkeys([keys[0], keys[-1]]))
             rest = [key for key in keys if key not in names]
-            chain = (vars(owner)[ASDICT] for owner in form.owners)
-            for kind in _SKIP_KINDS if form.generated else _kinds_taken(chain):  # iterators: for the generated code
-                self._call_dict(form, names, rest, kind=kind)
-            if self._call_dict(form, names, rest) is self._call_dict(form, names, rest):
-                call = form.text(f"skip_fields={_set_text(names)}")
+            for each in kinds:
+                self._call_dict(form, names, rest, kind=each)
+            if self._call_dict(form, names, rest, kind=kind) is self._call_dict(form, names, rest, kind=kind):
+                call = form.text(f"skip_fields={_SKIP_KINDS[kind][1](names)}")
                 self.fail(form.role, call, "returned the same dict twice; it must return a new one each call")
-        self._check_unknown_name(form, keys)
+        self._check_unknown_name(form, keys, kind)
 
     def _call_dict(
         self,
@@ -651,7 +656,8 @@ class _Checker:
             call = form.text(text if by_position else f"skip_fields={text}")
             got = self._call(form, call, given) if by_position else self._call(form, call, skip_fields=given)
             if isinstance(given, (set, list)) and given != make(skip):
-                added, removed = sorted(set(given) - set(skip)), sorted(set(skip) - set(given))
+                now, before = collections.Counter(given), collections.Counter(skip)
+                added, removed = sorted((now - before).elements()), sorted((before - now).elements())
                 changes = [f"it added {added}"] if added else []
                 changes += [f"it removed {removed}"] if removed else []
                 change = "; ".join(changes) or "it reordered it"
@@ -665,31 +671,7 @@ class _Checker:
             self.fail(form.role, call, f"returned {_name(type(got))}, not dict")
         keys = list(got)
         if expected is None:
-            strangers = [key for key in keys if key not in self.values]
-            if strangers:
-                self.fail(form.role, call, f"has keys {keys}: unexpected {strangers}, which are not fields")
-            in_order = [name for name in self.every if name in got]
-            if keys != in_order:
-                self.fail(form.role, call, f"has keys {keys}, not in field order {in_order}: the order differs")
-            omitted = [name for name in keys if name in self.omitted]
-            if omitted:
-                self.fail(
-                    form.role,
-                    call,
-                    f"has keys {keys}: {omitted} are OMIT fields, which never appear in the dict (nor travel);"
-                    " leave them out",
-                )
-            self._check_below(form, call, got)
-            # The receiver rebuilds the record with ``Cls(**d)``: an override
-            # may leave out a field only if ``__init__`` can do without it.
-            needed = [f.name for f in self.fields if f.name not in got and not is_omitted(f) and _required(f)]
-            if needed:
-                self.fail(
-                    form.role,
-                    call,
-                    f"has keys {keys}: it leaves out {needed}, which __init__ requires, so"
-                    f" {_name(self.cls)}(**d) cannot rebuild the record; leave out only fields with a default",
-                )
+            self._check_override_keys(form, call, got)
         elif keys != expected:
             self.fail(
                 form.role,
@@ -702,6 +684,46 @@ class _Checker:
                     form.role, f"{call}[{name!r}]", "is not the object the instance holds: it was copied or replaced"
                 )
         return got
+
+    def _check_override_keys(self, form: _Form, call: str, got: dict[Any, Any]) -> None:
+        """An override's dict, called with no ``skip_fields``: fields only, in field order, none ``OMIT``, and
+        none left out that the record cannot be rebuilt without."""
+        __tracebackhide__ = True
+        keys = list(got)
+        strangers = [key for key in keys if key not in self.values]
+        if strangers:
+            self.fail(form.role, call, f"has keys {keys}: unexpected {strangers}, which are not fields")
+        in_order = [name for name in self.every if name in got]
+        if keys != in_order:
+            self.fail(form.role, call, f"has keys {keys}, not in field order {in_order}: the order differs")
+        omitted = [name for name in keys if name in self.omitted]
+        if omitted:
+            self.fail(
+                form.role,
+                call,
+                f"has keys {keys}: {omitted} are OMIT fields, which never appear in the dict (nor travel);"
+                " leave them out",
+            )
+        self._check_below(form, call, got)
+        # The receiver rebuilds the record with ``Cls(**d)``: an override
+        # may leave out a field only if ``__init__`` can do without it.
+        needed = [f.name for f in self.fields if f.name not in got and not is_omitted(f) and _required(f)]
+        if needed:
+            self.fail(
+                form.role,
+                call,
+                f"has keys {keys}: it leaves out {needed}, which __init__ requires, so"
+                f" {_name(self.cls)}(**d) cannot rebuild the record; leave out only fields with a default",
+            )
+        unset = [f.name for f in self.fields if f.name not in got and not is_omitted(f) and _stranded(self.cls, f)]
+        if unset:
+            self.fail(
+                form.role,
+                call,
+                f"has keys {keys}: it leaves out {unset}, init=False fields with no default and no"
+                f" __post_init__ to set them, so {_name(self.cls)}(**d) rebuilds a record without them"
+                " (and metakit.wire refuses to send it); leave out only fields with a default",
+            )
 
     def _check_below(self, form: _Form, call: str, got: dict[Any, Any]) -> None:
         """Overrides written in bases must not leave out the fields that only classes below them declare.
@@ -741,7 +763,7 @@ class _Checker:
             parts.append(f"unexpected {extra}" + (", which skip_fields names" if skipped else ""))
         return ", ".join(parts)
 
-    def _check_unknown_name(self, form: _Form, keys: list[str]) -> None:
+    def _check_unknown_name(self, form: _Form, keys: list[str], kind: str) -> None:
         """A name in skip_fields that is no field: the generated code raises ``ValueError`` naming it.
 
         An override may refuse it as it likes (any exception), or leave it
@@ -752,9 +774,10 @@ class _Checker:
         unknown = "not_a_field"
         while unknown in self.values:
             unknown += "_"
-        call = form.text(f"skip_fields={{{unknown!r}}}")
+        make, show = _SKIP_KINDS[kind]
+        call = form.text(f"skip_fields={show([unknown])}")
         try:
-            form.function(skip_fields={unknown})
+            form.function(skip_fields=make([unknown]))
         except ValueError as error:
             if form.generated and repr(unknown) not in str(error):
                 self.fail(form.role, call, f"raised ValueError without naming {unknown!r}: {error}", error)
@@ -764,7 +787,7 @@ class _Checker:
         else:
             if form.generated:
                 self.fail(form.role, call, "returned, but it must raise ValueError: the name is not a field")
-            self._call_dict(form, [unknown], keys)
+            self._call_dict(form, [unknown], keys, kind=kind)
 
     # --- astuple ------------------------------------------------------------------
 
@@ -905,6 +928,17 @@ def _required(f: dataclasses.Field[Any]) -> bool:
     return f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
+def _stranded(cls: type, f: dataclasses.Field[Any]) -> bool:
+    """Whether *f* is an ``init=False`` field that ``cls(**d)`` leaves unset: it has no default, and *cls* no
+    ``__post_init__`` that could set it (``metakit.wire``'s rule)."""
+    return (
+        not f.init
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+        and getattr(cls, "__post_init__", None) is None
+    )
+
+
 def _name(cls: type) -> str:
     """*cls*'s qualified name, less the function it was made in, for messages."""
     return cls.__qualname__.rpartition("<locals>.")[2]
@@ -924,20 +958,40 @@ _SKIP_KINDS: Final[dict[str, tuple[Callable[[list[str]], Iterable[str]], Callabl
 }
 """Each kind of iterable of names that ``skip_fields`` may be: how to make one, and how a message shows it.
 DESIGN's list for an override leaves out the iterator (which the generated code takes too)."""
-_OVERRIDE_KINDS: Final = tuple(kind for kind in _SKIP_KINDS if kind != "iterator")
+_OVERRIDE_KINDS: Final = frozenset(_SKIP_KINDS) - {"iterator"}
+"""DESIGN's kinds of ``skip_fields``: what an override that says nothing else takes."""
 
-_ANY_ITERABLE: Final = frozenset(["Any", "object", "Iterable", "Collection"])
-"""The annotations of ``skip_fields`` that take every kind of iterable of names."""
+_TAKEN: Final[dict[str, frozenset[str]]] = {
+    "Any": _OVERRIDE_KINDS,
+    "object": _OVERRIDE_KINDS,
+    "Collection": _OVERRIDE_KINDS,
+    "Iterable": frozenset(_SKIP_KINDS),
+    "Sequence": frozenset(["list", "tuple"]),
+    "List": frozenset(["list"]),
+    "list": frozenset(["list"]),
+    "Tuple": frozenset(["tuple"]),
+    "tuple": frozenset(["tuple"]),
+    "AbstractSet": frozenset(["set", "frozenset", "keys view"]),
+    "FrozenSet": frozenset(["frozenset"]),
+    "frozenset": frozenset(["frozenset"]),
+    "KeysView": frozenset(["keys view"]),
+}
+"""The kinds of ``skip_fields`` that each annotation's outer name takes; any other name, a set (``Set``,
+``MutableSet``...)."""
 
 
-def _kinds_taken(methods: Iterable[object]) -> Iterable[str]:
+def _kinds_taken(methods: Iterable[object]) -> list[str]:
     """The kinds of ``skip_fields`` that a chain of overrides (their values in the class dicts) takes.
 
-    Every kind of collection where each is unannotated, or annotated to take any iterable
-    (``Iterable[str]``, ``Collection[str]``, ``Any``); else a set, the kind
-    callers pass: vLLM's FlashInfer override declares ``Optional[Set[str]]``,
-    and a list there breaks its contract, not the override's.
+    Each takes the kinds its annotation's options name (``Optional[List[str]]``
+    a list, ``Iterable[str]`` an iterator too), and an unannotated one, or one
+    annotated ``Any`` or ``Collection[str]``, DESIGN's kinds; a chain, those
+    that all of them take.  A name that says no other kind takes a set, the
+    kind callers pass: vLLM's FlashInfer override declares
+    ``Optional[Set[str]]``, and a list there breaks its contract, not the
+    override's.
     """
+    kinds = frozenset(_SKIP_KINDS)
     for method in methods:
         try:
             function: Any = getattr(method, "__func__", method)  # a staticmethod's or classmethod's function
@@ -947,12 +1001,12 @@ def _kinds_taken(methods: Iterable[object]) -> Iterable[str]:
         taken = parameters[0 if isinstance(method, staticmethod) else 1 :][:1]
         annotation = taken[0].annotation if taken else inspect.Parameter.empty
         if annotation is inspect.Parameter.empty:
+            kinds &= _OVERRIDE_KINDS
             continue
         plain = isinstance(annotation, type) and not typing.get_args(annotation)  # a class: its name; else its text
         text = annotation if isinstance(annotation, str) else annotation.__name__ if plain else str(annotation)
-        if not _ANY_ITERABLE.issuperset(_outer_names(text)):
-            return ["set"]
-    return _OVERRIDE_KINDS
+        kinds &= frozenset().union(*(_TAKEN.get(name, {"set"}) for name in _outer_names(text) or ["Any"]))
+    return [kind for kind in _SKIP_KINDS if kind in kinds] or ["set"]
 
 
 def _outer_names(text: str) -> list[str]:
