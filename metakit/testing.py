@@ -957,7 +957,7 @@ _SKIP_KINDS: Final[dict[str, tuple[Callable[[list[str]], Iterable[str]], Callabl
     "iterator": (lambda names: iter(list(names)), lambda names: f"iter({names!r})"),
 }
 """Each kind of iterable of names that ``skip_fields`` may be: how to make one, and how a message shows it.
-DESIGN's list for an override leaves out the iterator (which the generated code takes too)."""
+The generated code takes each; an override, those its annotation takes (``_kinds_taken``)."""
 _OVERRIDE_KINDS: Final = frozenset(_SKIP_KINDS) - {"iterator"}
 """DESIGN's kinds of ``skip_fields``: what an override that says nothing else takes."""
 
