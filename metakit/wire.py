@@ -75,6 +75,7 @@ import inspect
 import io
 import math
 import pickle
+import pickletools
 import re
 import struct
 import sys
@@ -1508,11 +1509,10 @@ class _Reader:
                 "(or the names of the globals it may use) only if you trust the sender, since a pickle can run code"
             )
         try:
-            unpickler = (_Unpickler if self.allow_pickle is True else _ListedUnpickler)(data, self.allow_pickle)
-            value = unpickler.load()
-            extra = len(data) - unpickler.stream.tell()
+            extra = len(data) - _pickle_end(data)
             if extra:
                 raise WireError(f"a pickled value is followed by {extra} bytes that are not part of it")
+            value = (_Unpickler if self.allow_pickle is True else _ListedUnpickler)(data, self.allow_pickle).load()
             self.pickled[id(value)] = value  # kept, so that the id stays its own while the header is read
             return value
         except WireError:
@@ -2113,6 +2113,15 @@ _ListedUnpickler.dispatch.update({
     pickle.APPENDS[0]: _guarded(pickle.APPENDS, lambda unpickler: unpickler.metastack[-1][-1]),
     pickle.ADDITEMS[0]: _guarded(pickle.ADDITEMS, lambda unpickler: unpickler.metastack[-1][-1]),
 })  # fmt: skip
+
+
+def _pickle_end(data: memoryview) -> int:
+    """Where the pickle in *data* ends: after its ``STOP``, read by the stdlib's opcode parser, which runs
+    nothing.  (The unpicklers read a frame whole, so bytes after ``STOP`` in its last frame go unseen.)"""
+    stream = io.BytesIO(data)
+    for _ in pickletools.genops(stream):
+        pass
+    return stream.tell()
 
 
 _MOST_SHOWN: Final = 200

@@ -824,6 +824,16 @@ def test_a_pickle_that_ends_before_its_bytes_do_is_refused() -> None:
     _refused(header, buffers, "a pickled value is followed by 6 bytes that are not part of it", allow_pickle=True)
 
 
+@pytest.mark.parametrize("allow_pickle", [True, {"datetime.date"}])
+def test_bytes_after_stop_inside_a_pickles_last_frame_are_refused(allow_pickle: Any) -> None:
+    # Both unpicklers read a frame whole, so bytes after STOP in it went unseen.
+    framed = pickle.dumps(datetime.date(2026, 1, 2), protocol=4)
+    assert framed[2] == pickle.FRAME[0]
+    inside = framed[11:] + b"hidden"
+    header, buffers = _with_pickled_bytes(framed[:2] + pickle.FRAME + struct.pack("<Q", len(inside)) + inside)
+    _refused(header, buffers, "a pickled value is followed by 6 bytes", allow_pickle=allow_pickle)
+
+
 @pytest.mark.parametrize("names", [[1], ["nodot"], [b"builtins.int"], {"builtins.int": 1, None: 2}])
 def test_allow_pickle_takes_only_module_qualname_strings(names: Any) -> None:
     header, buffers = wire.pack(_step())
