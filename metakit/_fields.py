@@ -55,6 +55,18 @@ def included_names(cls: type) -> tuple[str, ...]:
     return tuple([as_text(f.name) for f in fields(cls) if not is_omitted(f)])
 
 
+def stranded(cls: type) -> tuple[str, ...]:
+    """The fields that ``cls(**d)`` leaves unset unless *d* holds them: ``init=False`` fields with no default,
+    in a dataclass *cls* with no ``__post_init__`` that could set them.
+
+    ``metakit.wire`` refuses to send a record that leaves one out, and
+    ``metakit.testing`` an override that does.
+    """
+    if getattr(cls, "__post_init__", None) is not None:
+        return ()
+    return tuple(f.name for f in fields(cls) if not f.init and f.default is _MISSING and f.default_factory is _MISSING)
+
+
 def required_init_vars(cls: type) -> list[str]:
     """The ``InitVar`` pseudo-fields of the dataclass *cls* without a default, which ``replace`` must be given."""
     layout = layout_of(cls)

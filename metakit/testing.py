@@ -43,7 +43,7 @@ import metakit
 from metakit import _functions
 from metakit._codegen import holds_generated
 from metakit._errors import describe
-from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted, required_init_vars
+from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted, required_init_vars, stranded
 from metakit._overrides import reaches_metakit, users_methods
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
@@ -715,7 +715,7 @@ class _Checker:
                 f"has keys {keys}: it leaves out {needed}, which __init__ requires, so"
                 f" {_name(self.cls)}(**d) cannot rebuild the record; leave out only fields with a default",
             )
-        unset = [f.name for f in self.fields if f.name not in got and not is_omitted(f) and _stranded(self.cls, f)]
+        unset = [name for name in stranded(self.cls) if name not in got and name not in self.omitted]
         if unset:
             self.fail(
                 form.role,
@@ -926,17 +926,6 @@ class _RaisedOnSentinels(AssertionError):
 def _required(f: dataclasses.Field[Any]) -> bool:
     """Whether ``__init__`` must be given the field *f*."""
     return f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-
-
-def _stranded(cls: type, f: dataclasses.Field[Any]) -> bool:
-    """Whether *f* is an ``init=False`` field that ``cls(**d)`` leaves unset: it has no default, and *cls* no
-    ``__post_init__`` that could set it (``metakit.wire``'s rule)."""
-    return (
-        not f.init
-        and f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-        and getattr(cls, "__post_init__", None) is None
-    )
 
 
 def _name(cls: type) -> str:

@@ -93,7 +93,7 @@ import torch
 
 from metakit._codegen import holds_generated
 from metakit._errors import _skip_fields_failed, _skip_fields_text, describe
-from metakit._fields import is_omitted
+from metakit._fields import is_omitted, stranded
 from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, unwritable
 from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, positional_init
@@ -406,9 +406,9 @@ class _Codec:
     def stranded(self, cls: type, names: Collection[str]) -> list[str]:
         """The ``init=False`` fields without a default that do not travel with *names*, where no ``__post_init__``
         can set them: every receiver would refuse the record."""
-        if not self.unset or getattr(cls, "__post_init__", None) is not None:
+        if not self.unset:
             return []
-        return [name for name in self.unset if name not in names]
+        return [name for name in stranded(cls) if name not in names]
 
     def checks(self, cls: type) -> FieldChecks:
         if self._checks is None:
@@ -2026,9 +2026,13 @@ def _device(text: bytes) -> torch.device:
 
 
 class _Globals:
-    """How the receiver's unpicklers find a global: only one that is listed and already imported."""
+    """How the receiver's unpicklers read *data* and find a global: only one that is listed and already
+    imported."""
 
-    allowed: AllowPickle
+    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
+        self.stream = io.BytesIO(data)
+        super().__init__(self.stream)  # type: ignore[call-arg]  # the unpickler's, next in the MRO
+        self.allowed = allowed
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
         name = f"{module_name}.{global_name}"
@@ -2051,11 +2055,6 @@ class _Globals:
 class _Unpickler(_Globals, pickle.Unpickler):
     """Reads a pickled value from a peer the receiver trusts (``allow_pickle=True``); never imports a module."""
 
-    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
-        self.stream = io.BytesIO(data)
-        super().__init__(self.stream)
-        self.allowed = allowed
-
 
 class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own reference unpickler
     """Reads a pickled value that may use only the globals the receiver listed, and may not change them.
@@ -2071,9 +2070,7 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
     dispatch: ClassVar[dict[int, Callable[[Any], None]]] = dict(pickle._Unpickler.dispatch)
 
     def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
-        self.stream = io.BytesIO(data)
-        super().__init__(self.stream)
-        self.allowed = allowed
+        super().__init__(data, allowed)
         self.found: list[tuple[object, str]] = []
         """The globals found so far, and their names."""
 
