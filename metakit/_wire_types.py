@@ -15,7 +15,7 @@ other class takes its instances (which travel only pickled).  ``Any``,
 ``object``, a ``Protocol``, a ``TypeVar`` and a ``Callable`` accept any value
 that can travel.
 
-As in typing, a ``bool`` is an ``int``, an ``int`` is a ``float``, and a
+As in typing, a ``bool`` is an ``int``, an ``int`` is a ``float``, a ``float`` is a ``complex``, and a
 subclass's value is its base's (an ``IntEnum`` is an ``int``, a
 ``defaultdict`` a ``dict``): a check says whether a value matches its
 annotation, and the sender then refuses, or pickles with the opt-in, one
@@ -30,8 +30,10 @@ again to say where and what, in msgspec's words: ``Expected `int`, got
 
 from __future__ import annotations
 
+import ast
 import builtins
 import collections.abc
+import contextlib
 import re
 import sys
 import threading
@@ -91,9 +93,20 @@ def _key_mismatch(key: _Spec, keys: Iterable[object], path: str) -> _Mismatch | 
     return None
 
 
-def _type_name(value: object) -> str:
+def type_name(value: object) -> str:
+    """The name of *value*'s type, as msgspec writes it: ``int``, ``torch.Tensor``."""
     kind = type(value)
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+_MOST_KEY: Final = 60
+"""The most characters of a dict key's ``repr`` that a path shows: a key that arrived may be as long as its header."""
+
+
+def key_step(key: object) -> str:
+    """The step ``[key]`` of a path to a dict's value, a long key cut short."""
+    text = repr(key)
+    return f"[{text[:_MOST_KEY]}...]" if len(text) > _MOST_KEY else f"[{text}]"
 
 
 def _leaf(
@@ -122,6 +135,7 @@ _SCALARS: Final = {
     bool: _exact("bool", bool),
     int: _exact("int", int, bool),
     float: _exact("float", float, int, bool),
+    complex: _exact("complex", complex, float, int, bool),
     str: _exact("str", str),
     bytes: _exact("bytes", bytes),
     type(None): _exact("None", type(None)),
@@ -276,7 +290,7 @@ def _mapping(key: _Spec, value_spec: _Spec, name: str) -> _Spec:
         if not isinstance(value, dict):
             return _Mismatch(name, path, value)
         for k, v in value.items():
-            found = _key_mismatch(key, (k,), path) or value_spec.explain(v, f"{path}[{k!r}]")
+            found = _key_mismatch(key, (k,), path) or value_spec.explain(v, path + key_step(k))
             if found is not None:
                 return found
         return None
@@ -360,7 +374,37 @@ def _once(key: tuple[object, ...], work: Callable[[], _T]) -> _T:
             _results.made = None
 
 
-def spec_of(annotation: object, read: Callable[[str], object] | None = None) -> _Spec:
+Reader = Callable[[str, Mapping[str, Any]], object]
+"""What reads an annotation's text, given the names of the closure it was written in (perhaps none)."""
+
+
+def _type_aliases() -> tuple[type, ...]:
+    """The classes of the aliases that ``type X = ...`` makes (3.12+), and of ``typing_extensions``' backport of
+    them where a module imported it."""
+    backport = getattr(sys.modules.get("typing_extensions"), "TypeAliasType", None)
+    return tuple(kind for kind in (getattr(typing, "TypeAliasType", None), backport) if isinstance(kind, type))
+
+
+def _closure_names(annotation: object) -> Mapping[str, Any]:
+    """The names of the function a deferred annotation (3.14+) was written in, as they are now.
+
+    A class made in a function may name a class made after it there, which
+    ``dataclasses`` saw as a ``ForwardRef``; the ref keeps the closure's cells.
+    """
+    cells = getattr(annotation, "__cell__", None)
+    if cells is None:
+        return {}
+    if type(cells) is not dict:
+        cells = {annotation.__forward_arg__: cells}  # type: ignore[attr-defined]  # a ForwardRef's one name
+    names = {}
+    for name, cell in cells.items():
+        if name != "__classdict__" and type(cell) is types.CellType:
+            with contextlib.suppress(ValueError):  # not set yet
+                names[name] = cell.cell_contents
+    return names
+
+
+def spec_of(annotation: object, read: Reader | None = None) -> _Spec:
     """The check of a resolved annotation.
 
     *read* resolves text met inside it (``Optional["Inner"]``, ``list["int"]``): a
@@ -373,31 +417,41 @@ def spec_of(annotation: object, read: Callable[[str], object] | None = None) -> 
 class _Reading:
     """One annotation being turned into its spec, and the texts read on the way to it."""
 
-    def __init__(self, read: Callable[[str], object] | None) -> None:
+    def __init__(self, read: Reader | None) -> None:
         self.read = read
-        self.texts: dict[str, tuple[list[_Spec], int]] = {}
-        """Each text being read: the slot its spec goes in once made, and ``containers`` when it was met."""
+        self.texts: dict[object, tuple[list[_Spec], int]] = {}
+        """Each text (or alias) being read: the slot its spec goes in once made, and ``containers`` when it was met."""
         self.containers = 0
         """How many containers' items are being read (``list[...]`` is one)."""
+        self.aliases = _type_aliases()
 
     def spec(self, annotation: object) -> _Spec:
-        if not isinstance(annotation, (str, typing.ForwardRef)):
+        """The spec of *annotation*; text, and a ``type`` statement's alias, are read here (see ``_recursive``)."""
+        key: object
+        alias = isinstance(annotation, self.aliases)
+        if alias:
+            key, name = annotation, cast("str", getattr(annotation, "__name__"))  # noqa: B009  # an alias's
+        elif isinstance(annotation, (str, typing.ForwardRef)):
+            key = name = annotation if isinstance(annotation, str) else annotation.__forward_arg__
+        else:
             return self.of(annotation)
-        text = annotation if isinstance(annotation, str) else annotation.__forward_arg__
-        if text in self.texts:
-            slot, containers = self.texts[text]
+        if key in self.texts:
+            slot, containers = self.texts[key]
             # Met again outside any container (``X = int | "X"``), it adds no value to what it is part of.
-            return _recursive(text, slot) if containers < self.containers else _leaf(text, lambda value: False)
+            return _recursive(name, slot) if containers < self.containers else _leaf(name, lambda value: False)
         try:
-            annotation = self.read(text) if self.read is not None else Any
+            if alias:  # evaluated only now: ``type Json = int | list[Json]`` names itself
+                annotation = annotation.__value__  # type: ignore[attr-defined]
+            else:
+                annotation = self.read(name, _closure_names(annotation)) if self.read is not None else Any
         except Exception:  # a name imported only under TYPE_CHECKING, text the parser cannot read
             annotation = Any
         slot = []
-        self.texts[text] = (slot, self.containers)
+        self.texts[key] = (slot, self.containers)
         try:
             spec = self.of(annotation)
         finally:
-            del self.texts[text]
+            del self.texts[key]
         slot.append(spec)
         return spec
 
@@ -420,6 +474,10 @@ class _Reading:
         arguments = typing.get_args(annotation)
         if origin is typing.Annotated or origin is typing.Final:
             return spec_of(arguments[0])
+        if isinstance(annotation, self.aliases):  # read from text
+            return spec_of(annotation)
+        if isinstance(origin, self.aliases):  # ``Pair[int]``: as ``Pair``, each T any
+            return spec_of(origin)
         if annotation in _NOTHING:
             return _leaf("Never", lambda value: False)
         if origin is typing.Union or origin is types.UnionType:
@@ -431,7 +489,8 @@ class _Reading:
         if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006
             return _items((list,), item_of(arguments[0]) if arguments else _ANY_SPEC, "list")
         if origin in _SEQUENCES or annotation in _SEQUENCES:
-            return _items((list, tuple), item_of(arguments[0]) if arguments else _ANY_SPEC, "list | tuple")
+            # A str is a sequence of str, and bytes one of int, as in typing.
+            return _items((list, tuple, str, bytes), item_of(arguments[0]) if arguments else _ANY_SPEC, "Sequence")
         if origin in _ITERABLES or annotation in _ITERABLES:
             abc = cast("type", origin if origin in _ITERABLES else annotation)
             return _iterable(abc, item_of(arguments[0]) if arguments else _ANY_SPEC, abc.__name__)
@@ -469,7 +528,8 @@ class _Reading:
 # the text's and triggers no lazy import.
 
 _TOKEN: Final = re.compile(
-    r"\s*(?:(\.\.\.)|(b'[^']*'|b\"[^\"]*\")|([A-Za-z_][\w.]*)|('[^']*'|\"[^\"]*\")|(-?\d+)|([\[\](),|])|(\S))"
+    r"\s*(?:(\.\.\.)|(b(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))|([A-Za-z_][\w.]*)"
+    r"|('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")|(-?\d+)|([\[\](),|])|(\S))"
 )
 """The parser's tokens, by kind (``_KINDS``).  An ``other`` token may appear only in ``Annotated``'s metadata."""
 _KINDS: Final = ("ellipsis", "bytes", "name", "string", "number", "punctuation", "other")
@@ -480,6 +540,15 @@ _LITERAL_NAMES: Final[dict[str, object]] = {"True": True, "False": False, "None"
 
 class _Unresolved(Exception):
     """An annotation that the parser cannot read or whose names it cannot find."""
+
+
+def _quoted(text: str) -> str | bytes:
+    """The value of the string or bytes token *text*, its escapes read as Python reads them."""
+    try:
+        value = ast.literal_eval(text)
+    except (SyntaxError, ValueError):  # an escape Python refuses (``'\\N{nonsense}'``)
+        raise _Unresolved(text) from None
+    return value  # type: ignore[no-any-return]
 
 
 class _Parser:
@@ -499,9 +568,10 @@ class _Parser:
         self.next = 0
 
     @classmethod
-    def reader(cls, namespaces: tuple[Mapping[str, Any], ...]) -> Callable[[str], object]:
-        """What reads an annotation's text, its names looked up in *namespaces*."""
-        return lambda text: cls(text, namespaces).parse()
+    def reader(cls, namespaces: tuple[Mapping[str, Any], ...]) -> Reader:
+        """What reads an annotation's text, its names looked up in *namespaces*, after the class's own in a
+        closure's."""
+        return lambda text, closure: cls(text, _with_closure(namespaces, closure)).parse()
 
     def parse(self) -> object:
         value = self.expr()
@@ -561,10 +631,8 @@ class _Parser:
     def literal(self) -> object:
         """A value in ``Literal[...]``: a str, an int, ``True``, ``False``, ``None`` or a dotted name (an enum's)."""
         kind, text = self.take()
-        if kind == "string":
-            return text[1:-1]
-        if kind == "bytes":
-            return text[2:-1].encode()
+        if kind in {"string", "bytes"}:
+            return _quoted(text)
         if kind == "number":
             return int(text)
         if kind == "name":
@@ -592,7 +660,7 @@ class _Parser:
         if kind == "number":
             return int(text)
         if kind == "string":
-            return _Parser(text[1:-1], self.namespaces).parse()
+            return _Parser(_quoted(text), self.namespaces).parse()  # type: ignore[arg-type]  # a str token
         if text == "[":  # Callable[[int], str]
             items = [] if self.peek() == "]" else [self.expr()]
             while self.peek() == ",":
@@ -661,15 +729,23 @@ def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
     return (_CLASS_DICT(owner), home if home is not None else {}, builtins.__dict__)
 
 
+def _with_closure(
+    namespaces: tuple[Mapping[str, Any], ...], closure: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], ...]:
+    """*namespaces* (the class's, its module's, the builtins), with *closure*'s names after the class's."""
+    return (namespaces[0], closure, *namespaces[1:]) if closure else namespaces
+
+
 def _resolve(f: Field[Any], namespaces: tuple[Mapping[str, Any], ...]) -> object:
     """The annotation of the field *f*, its text read in *namespaces*; ``Any`` if it cannot be."""
     annotation: object = f.type
+    closure = _closure_names(annotation)
     if isinstance(annotation, typing.ForwardRef):
         annotation = annotation.__forward_arg__
     if not isinstance(annotation, str):
         return annotation
     try:
-        return _Parser(annotation, namespaces).parse()
+        return _Parser(annotation, _with_closure(namespaces, closure)).parse()
     except Exception:  # a name imported only under TYPE_CHECKING, text the parser cannot read: checks nothing
         return Any
 
@@ -720,7 +796,7 @@ def mismatch_at(checks: FieldChecks, name: str, value: object) -> tuple[str, str
     spec = checks.specs[name]
     found = spec.explain(value, f"$.{name}") or _Mismatch(spec.name, f"$.{name}", value)
     at = f"`key` in `{found.path}`" if found.key else f"`{found.path}`"
-    message = f"Expected `{found.expected}`, got `{_type_name(found.got)}` - at {at}"
+    message = f"Expected `{found.expected}`, got `{type_name(found.got)}` - at {at}"
     if type(found.got).__module__ == "numpy" and getattr(found.got, "ndim", None) == 0:
         message += " (a numpy scalar: send value.item(), its Python value)"
     return message, found.path

@@ -63,6 +63,7 @@ from metakit.wire import (
     PACK_OWN_BUFFER,
     AllowPickle,
     BufferSpec,
+    Outgoing,
     Placement,
     WireError,
     allowed_globals,
@@ -162,8 +163,8 @@ def broadcast_metadata(
         else:
             meta: FlashAttentionMetadata = broadcast_metadata(None)
 
-    A group of one rank costs nothing: its one rank is the source, and gets
-    *obj* back unchecked.
+    A group of one rank issues no collective: its one rank is the source,
+    and gets *obj* back, checked as a source checks it.
 
     What a receiver accepts is what ``metakit.wire.unpack`` accepts: plain
     data, checked against the fields' annotations, with no pickle unless
@@ -203,9 +204,10 @@ def broadcast_metadata(
     route = _route(dist.group.WORLD if group is None else group, cpu_group)
     source = route.source(src, group_src)
     if route.size == 1:
-        if obj is None:
-            raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
-        return obj
+        # No collective, but the source's checks: a record that one rank
+        # accepts is one that a group of many sends.
+        _outgoing(route, obj, skip_fields, allow_pickle, max_bytes)
+        return cast(_T, obj)
     if route.rank == source:
         _send(route, obj, skip_fields, allow_pickle, max_bytes)
         return cast(_T, obj)
@@ -423,18 +425,7 @@ def _send(
     # Everything that can fail on a bad record happens before the first
     # collective; the receivers then get the error instead of a record.
     try:
-        pickling = allowed_globals(allow_pickle) is not False
-        if obj is None:
-            raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
-        outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle=pickling)
-        buffers = len(outgoing.pool_nbytes) - 1 + len(outgoing.own)
-        total = _aligned(_PREFIX.size + len(outgoing.header) + _TAIL * buffers) + sum(outgoing.pool_nbytes)
-        total += sum(own.nbytes for own in outgoing.own)
-        if total > max_bytes:
-            raise ValueError(
-                f"broadcast_metadata(): the record takes {total} bytes, over max_bytes={max_bytes}, "
-                "which every rank must be given the same"
-            )
+        outgoing = _outgoing(route, obj, skip_fields, allow_pickle, max_bytes)
         # A tensor on another device than its lane's is copied there (a GPU tensor over gloo alone).
         spans = [(own.span(), own.lane) for own in outgoing.own]
         own = [
@@ -461,6 +452,25 @@ def _send(
         works.append(dist.broadcast(span, group=group, group_src=_src_in(route, lane, group_src), async_op=True))
     for work in works:
         work.wait()
+
+
+def _outgoing(
+    route: _Route, obj: object, skip_fields: Iterable[str] | None, allow_pickle: AllowPickle, max_bytes: int
+) -> Outgoing:
+    """The source's record packed, its buffers not yet filled: ``TypeError`` or ``ValueError`` for a bad one."""
+    pickling = allowed_globals(allow_pickle) is not False
+    if obj is None:
+        raise ValueError("broadcast_metadata() got None on the source rank, which passes the record")
+    outgoing = pack_outgoing(obj, skip_fields, route.lanes, "broadcast_metadata()", allow_pickle=pickling)
+    buffers = len(outgoing.pool_nbytes) - 1 + len(outgoing.own)
+    total = _aligned(_PREFIX.size + len(outgoing.header) + _TAIL * buffers) + sum(outgoing.pool_nbytes)
+    total += sum(own.nbytes for own in outgoing.own)
+    if total > max_bytes:
+        raise ValueError(
+            f"broadcast_metadata(): the record takes {total} bytes, over max_bytes={max_bytes}, "
+            "which every rank must be given the same"
+        )
+    return outgoing
 
 
 def _src_in(route: _Route, lane: int, group_src: int) -> int:

@@ -984,7 +984,7 @@ def _kinds_taken(methods: Iterable[object]) -> list[str]:
     for method in methods:
         try:
             function: Any = getattr(method, "__func__", method)  # a staticmethod's or classmethod's function
-            parameters = list(inspect.signature(function).parameters.values())
+            parameters = list(_signature(function).parameters.values())
         except (TypeError, ValueError):
             continue
         taken = parameters[0 if isinstance(method, staticmethod) else 1 :][:1]
@@ -996,6 +996,19 @@ def _kinds_taken(methods: Iterable[object]) -> list[str]:
         text = annotation if isinstance(annotation, str) else annotation.__name__ if plain else str(annotation)
         kinds &= frozenset().union(*(_TAKEN.get(name, {"set"}) for name in _outer_names(text) or ["Any"]))
     return [kind for kind in _SKIP_KINDS if kind in kinds] or ["set"]
+
+
+if sys.version_info >= (3, 14):
+    import annotationlib
+
+    def _signature(function: Callable[..., Any]) -> inspect.Signature:
+        # Annotations as their text, never evaluated: a name may exist only for type checkers.
+        return inspect.signature(function, annotation_format=annotationlib.Format.STRING)
+
+else:
+
+    def _signature(function: Callable[..., Any]) -> inspect.Signature:
+        return inspect.signature(function)
 
 
 def _outer_names(text: str) -> list[str]:

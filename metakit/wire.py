@@ -92,13 +92,13 @@ import msgspec
 import torch
 
 from metakit._codegen import holds_generated
-from metakit._errors import _skip_fields_failed, _skip_fields_text, describe
+from metakit._errors import _check_skipped, _skip_fields_failed, _skip_fields_text, describe
 from metakit._fields import is_omitted, stranded
 from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, unwritable
 from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, positional_init
 from metakit._wire_plan import Refused as _Refused
-from metakit._wire_types import FieldChecks, field_checks, mismatch, mismatch_at
+from metakit._wire_types import FieldChecks, field_checks, key_step, mismatch, mismatch_at, type_name
 
 __all__ = ["FORMAT", "Packed", "WireError", "buffer_count", "pack", "unpack"]
 
@@ -510,10 +510,16 @@ def _check_record(obj: object, caller: str) -> type:
 
 def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str] | None) -> dict[str, Any]:
     """The fields of *obj* that travel, and their values."""
+    skipped = None if skip_fields is None else _name_set(skip_fields)
     # A fresh set each call: vLLM's FlashInfer override adds its wrappers' names to the one it gets.
-    chosen = obj.asdict_zerocopy(None if skip_fields is None else _name_set(skip_fields))  # type: ignore[attr-defined]
+    chosen = obj.asdict_zerocopy(None if skipped is None else set(skipped))  # type: ignore[attr-defined]
     if not isinstance(chosen, dict):
         raise TypeError(f"{cls.__qualname__}.asdict_zerocopy() returned a {type(chosen).__name__}, not a dict")
+    if skipped:
+        # The names skipped never travel, and must be fields, whatever an override does with them.
+        for name in skipped:
+            _check_skipped(obj, name)
+        chosen = {name: value for name, value in chosen.items() if name not in skipped}
     if not codec.travelling.issuperset(chosen):
         strangers = [name for name in chosen if name not in codec.travelling]
         raise TypeError(
@@ -878,7 +884,7 @@ class _Packer:
                 values.append(self.value(item))
             except _Refused as error:
                 if type(error) is not _TooDeep:
-                    error.path = f"[{key!r}]{error.path}"
+                    error.path = f"{key_step(key)}{error.path}"
                 raise
         return values
 
@@ -1843,7 +1849,8 @@ class _Reader:
             raise WireError(f"{qualname}: the fields that travel are not a list of field numbers")
         names = tuple(codec.fields[p] for p in positions)
         if len(set(names)) != len(names):
-            raise WireError(f"{qualname}: a field arrived twice")
+            twice = next(name for index, name in enumerate(names) if name in names[:index])
+            raise WireError(f"{qualname}: the field {twice!r} arrived twice")
         strangers = [name for name in names if name not in codec.travelling]
         if strangers:
             raise WireError(f"{qualname}: the field {strangers[0]!r} never travels (an OMIT field), but arrived")
@@ -1901,12 +1908,8 @@ def _field(cls: type, name: str, value: object) -> None:
             cls.__qualname__, f"the value at `$.{name}` is nested more than {MAX_DEPTH} levels deep", f"$.{name}"
         ) from None
     if not plain:
-        raise _Mismatched(
-            cls.__qualname__,
-            f"the value at `$.{name}` holds a msgpack timestamp or a dict key that is not a str or an int, "
-            "which are not plain data",
-            f"$.{name}",
-        )
+        what, path = _not_plain_data(value, f"$.{name}", _reading.reader.pickled)
+        raise _Mismatched(cls.__qualname__, what, path)
     checks = _codec(cls).checks(cls)
     if not checks.checks[name](value):
         raise _Mismatched(cls.__qualname__, *mismatch_at(checks, name, value))
@@ -1963,7 +1966,7 @@ def _path_to(value: object, found: object) -> str | None:
     for key, item in items:
         inside = _path_to(item, found)
         if inside is not None:
-            return f"[{key!r}]{inside}"
+            return f"{key_step(key)}{inside}"
     return None
 
 
@@ -1997,6 +2000,26 @@ def _plain_data(value: object, room: int, pickled: Mapping[int, object]) -> bool
         value = mapping.values()
     items = cast("Iterable[object]", value)
     return _SUSPECT.isdisjoint(map(type, items)) or all(_plain_data(item, room - 1, pickled) for item in items)
+
+
+def _not_plain_data(value: object, path: str, pickled: Mapping[int, object]) -> tuple[str, str]:
+    """What in *value*, which ``_plain_data`` refused, is not plain data (a message), and its path from *path*."""
+    kind = type(value)
+    if kind is datetime.datetime:
+        return f"a msgpack timestamp at `{path}` is not plain data", path
+    if kind is dict:
+        mapping = cast("dict[object, object]", value)
+        for key in mapping:
+            if type(key) not in _KEYS:
+                message = f"a dict key of type `{type_name(key)}` in `{path}` is not plain data (keys are str or int)"
+                return message, path
+        items: Iterable[tuple[str, object]] = ((path + key_step(key), item) for key, item in mapping.items())
+    else:
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(cast("Iterable[object]", value)))
+    for place, item in items:
+        if type(item) in _SUSPECT and not _plain_data(item, MAX_DEPTH, pickled):
+            return _not_plain_data(item, place, pickled)
+    raise AssertionError(f"{path} holds only plain data")  # pragma: no cover  # _plain_data said otherwise
 
 
 class _TooDeepArrived(Exception):

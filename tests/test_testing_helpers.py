@@ -2349,3 +2349,24 @@ def test_a_name_added_twice_to_the_callers_skip_fields_is_reported_as_added():
     # The message said "it reordered it".
     with pytest.raises(AssertionError, match=r"changed the skip_fields it was given: it added \['wrapper'\];"):
         assert_zerocopy_class(AppendsToTheCallersList)
+
+
+def test_an_override_annotated_with_a_name_only_type_checkers_see_is_checked():
+    # On 3.14 and 3.15 the helpers evaluated the override's deferred annotations, and raised NameError
+    # (found by an outside tester). Written unquoted there, as a user would; quoted before.
+    deferred = sys.version_info >= (3, 14)
+    annotation, result = ("Optional[AbstractSet[str]]", "MetadataDict") if deferred else ('"AbstractSet"', '"Dict"')
+    source = textwrap.dedent(f"""
+        @dataclass
+        class DeclaresASetOnlyTypeCheckersSee(ZeroCopy):
+            num_prefills: int
+            decode_wrapper: object = None
+
+            def asdict_zerocopy(self, skip_fields: {annotation} = None) -> {result}:
+                return super().asdict_zerocopy({{"decode_wrapper", *(skip_fields or ())}})
+    """)
+    namespace = {"dataclass": dataclass, "ZeroCopy": ZeroCopy, "Optional": Optional, "__name__": __name__}
+    exec(compile(source, "<override>", "exec", dont_inherit=True), namespace)  # no __future__ import
+    cls = namespace["DeclaresASetOnlyTypeCheckersSee"]
+    assert_zerocopy(cls(2, object()))
+    assert_zerocopy_class(cls)

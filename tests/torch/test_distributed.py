@@ -807,6 +807,13 @@ def one_rank_groups_cost_no_collective(rank: int, world: int) -> None:
     assert issued[0] == 0
     with pytest.raises(ValueError, match="got None on the source rank"):
         broadcast_metadata(None, group=alone[rank], group_src=0)
+    # The source's checks, as in a group of many: a one-rank run refuses what a larger one would.
+    with pytest.raises(TypeError, match=r"field 'values' of Bag cannot be sent \(\$\.values\['x'\]\)"):
+        broadcast_metadata(Bag({"x": object()}), group=alone[rank])
+    with pytest.raises(ValueError, match="skip_fields names 'nothing', which is not a field of Bag"):
+        broadcast_metadata(Bag({}), group=alone[rank], skip_fields={"nothing"})
+    with pytest.raises(ValueError, match="over max_bytes=8"):
+        broadcast_metadata(record, group=alone[rank], max_bytes=8)
 
 
 def group_src_names_the_source_by_its_rank_in_the_group(rank: int, world: int) -> None:

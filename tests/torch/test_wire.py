@@ -289,6 +289,23 @@ def test_skip_fields_naming_no_field_is_refused() -> None:
         wire.pack(Derived([1]), skip_fields={"nonexistent"})
 
 
+@dataclass
+class IgnoresSkipFields(ZeroCopy):
+    n: int
+    secret: str = "default"
+
+    def asdict_zerocopy(self, skip_fields: Iterable[str] | None = None) -> dict[str, Any]:  # type: ignore[override]
+        return {"n": self.n, "secret": self.secret}  # skip_fields is not passed on
+
+
+def test_skip_fields_leaves_its_names_out_though_an_override_ignores_it() -> None:
+    packed = wire.pack(IgnoresSkipFields(1, "do-not-send"), skip_fields={"secret"})
+    assert b"do-not-send" not in packed.header
+    assert wire.unpack(packed.header, packed.buffers) == IgnoresSkipFields(1, "default")
+    with pytest.raises(ValueError, match=r"^skip_fields names 'nothing', which is not a field of IgnoresSkipFields$"):
+        wire.pack(IgnoresSkipFields(1), skip_fields={"secret", "nothing"})
+
+
 def test_a_required_field_that_would_not_travel_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Derived.__init__ requires 'lens', which would not travel"):
         wire.pack(Derived([1]), skip_fields={"lens"})

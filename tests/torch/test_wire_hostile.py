@@ -218,7 +218,7 @@ def test_a_class_whose_other_fields_are_omit_is_refused() -> None:
 @pytest.mark.parametrize(
     ("positions", "match"),
     [
-        ([0, 0, 1], "a field arrived twice"),
+        ([0, 0, 1], "the field 'num_tokens' arrived twice"),
         ([0, 1, 99], "not a list of field numbers"),
         ([0, 1, -1], "not a list of field numbers"),
         ([0, 1, "__class__"], "not a list of field numbers"),
@@ -409,9 +409,9 @@ def test_a_field_whose_annotation_cannot_resolve_takes_any_plain_value() -> None
 @pytest.mark.parametrize(
     "key",
     [b"bytes", 1.5, None, True, msgspec.msgpack.Ext(_DTYPE, b"float32"), msgspec.msgpack.Ext(_TUPLE, b"\x90")],
-    ids=["bytes", "float", "None", "bool", "dtype", "tuple"],
+    ids=["bytes", "float", "NoneType", "bool", "torch.dtype", "tuple"],
 )
-def test_a_dict_key_that_is_not_a_str_or_an_int_is_refused(key: object) -> None:
+def test_a_dict_key_that_is_not_a_str_or_an_int_is_refused(key: object, request: pytest.FixtureRequest) -> None:
     position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
 
     def edit(body: list[Any]) -> None:
@@ -419,7 +419,18 @@ def test_a_dict_key_that_is_not_a_str_or_an_int_is_refused(key: object) -> None:
         body[3][position] = msgspec.Raw(b"\x81" + msgspec.msgpack.encode(key) + b"\x01")
 
     header, buffers = _edited(_step(), edit)
-    _refused(header, buffers, "a dict key that is not a str or an int")
+    kind = request.node.callspec.id
+    _refused(header, buffers, rf"^Step: a dict key of type `{kind}` in `\$\.unresolved` is not plain data \(keys are")
+    # Deeper, its place is named, a long key cut short.
+    long = "k" * 1000
+
+    def deeper(body: list[Any]) -> None:
+        inner = b"\x81" + msgspec.msgpack.encode(key) + b"\x01"
+        body[3][position] = msgspec.Raw(b"\x92\x01\x81" + msgspec.msgpack.encode(long) + inner)
+
+    header, buffers = _edited(_step(), deeper)
+    error = _refused(header, buffers, r"in `\$\.unresolved\[1\]\['k{59}\.\.\.\]` is not plain data")
+    assert len(str(error)) < 200
 
 
 @pytest.mark.parametrize(
