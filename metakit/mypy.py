@@ -493,13 +493,14 @@ def _bool_literal(expr: Expression) -> bool | None:
 
 
 def _asdict_method(ctx: MethodContext) -> Type:
-    receiver = _instance(ctx.type)
-    if receiver is None or not _generated(receiver.type, ASDICT):
+    receivers = _method_receivers(ctx.type, ASDICT)
+    if receivers is None:
         return ctx.default_return_type
     skip = _argument(ctx, 0)
     if skip is not None and skip.expr is not None and skip.type is not None:
-        _check_iterable_of_str(ctx.api, receiver.type, skip.expr, skip.type)
-    return _asdict_result(ctx.api, [receiver], skip, ctx.default_return_type)
+        for receiver in receivers:
+            _check_iterable_of_str(ctx.api, receiver.type, skip.expr, skip.type)
+    return _asdict_result(ctx.api, receivers, skip, ctx.default_return_type)
 
 
 def _check_iterable_of_str(api: CheckerPluginInterface, info: TypeInfo, expr: Expression, typ: Type) -> None:
@@ -542,10 +543,10 @@ def _check_iterable_of_str(api: CheckerPluginInterface, info: TypeInfo, expr: Ex
 
 
 def _astuple_method(ctx: MethodContext) -> Type:
-    receiver = _instance(ctx.type)
-    if receiver is None or not _generated(receiver.type, ASTUPLE):
+    receivers = _method_receivers(ctx.type, ASTUPLE)
+    if receivers is None:
         return ctx.default_return_type
-    return _astuple_result(ctx.api, [receiver], ctx.default_return_type)
+    return _astuple_result(ctx.api, receivers, ctx.default_return_type)
 
 
 # The function forms always return the fields: they never call a user's
@@ -656,6 +657,22 @@ def _argument(ctx: MethodContext | FunctionContext, index: int) -> _Given | None
     return _Given(None, None)
 
 
+def _method_receivers(typ: Type, method: str) -> list[Instance] | None:
+    """The instances a call of *method* on *typ* is made on, if metakit generated *method* for each of them.
+
+    mypy checks a call on a union once per item; one on a ``TypeVar`` bound
+    to a union comes here once, for every item of its bound.
+    """
+    proper = get_proper_type(typ)
+    if isinstance(proper, TypeVarType):
+        proper = get_proper_type(proper.upper_bound)
+    items = [_instance(item) for item in (proper.relevant_items() if isinstance(proper, UnionType) else [proper])]
+    receivers = [item for item in items if item is not None]
+    if len(receivers) != len(items) or not all(_generated(receiver.type, method) for receiver in receivers):
+        return None
+    return receivers
+
+
 def _instance(typ: Type) -> Instance | None:
     typ = get_proper_type(typ)
     if isinstance(typ, TypeVarType):  # e.g. ``self: Self``
@@ -756,6 +773,10 @@ def _fallback(api: CheckerPluginInterface, info: TypeInfo) -> Instance:
     return api.named_generic_type("typing._TypedDict", [])
 
 
+_LITERAL_MAKERS: Final = frozenset({"builtins.frozenset", "builtins.set", "builtins.list", "builtins.tuple"})
+"""The calls that make a literal ``skip_fields`` of a display (Python has no frozenset display)."""
+
+
 def _literal_names(skip: _Given | None) -> list[tuple[str, Expression]] | None:
     """The names in a literal ``skip_fields``: ``[]`` for none, ``None`` if not a literal."""
     if skip is None:
@@ -765,6 +786,13 @@ def _literal_names(skip: _Given | None) -> list[tuple[str, Expression]] | None:
         return None
     if isinstance(expr, NameExpr) and expr.fullname == "builtins.None":
         return []
+    if (
+        isinstance(expr, CallExpr)
+        and isinstance(expr.callee, NameExpr)
+        and expr.callee.fullname in _LITERAL_MAKERS
+        and expr.arg_kinds == [ARG_POS]
+    ):
+        expr = expr.args[0]  # ``frozenset({"a", "b"})``: the names of the display it is made of
     if isinstance(expr, DictExpr):  # a dict's names are its keys
         items: list[Expression | None] = [key for key, _ in expr.items]
     elif isinstance(expr, (SetExpr, ListExpr, TupleExpr)):

@@ -32,7 +32,7 @@ import traceback
 import types
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 from mypy.errors import Errors
 from mypy.exprtotype import expr_to_unanalyzed_type
@@ -55,9 +55,11 @@ from mypy.nodes import (
     MemberExpr,
     MypyFile,
     NameExpr,
+    OpExpr,
     OverloadedFuncDef,
     StarExpr,
     Statement,
+    StrExpr,
     TempNode,
     TryStmt,
     TupleExpr,
@@ -271,26 +273,30 @@ class _Additions:
                 self._check_free(cls, prefix)
                 block[block.index(cdef) : block.index(cdef)] = [self._typed_dict(cls, cdef, p) for p in (False, True)]
                 cdef.defs.body += self._methods(cls, prefix)
+        for node, _, prefix in _statements(self.source.tree.defs):
+            if not prefix and isinstance(node, AssignmentStmt):
+                _as_alias(node, self.source.module)
         own = [ImportFrom(module, 0, [(name, f"_{name}") for name in names]) for module, names in _OWN_IMPORTS.items()]
         self.source.tree.defs[:0] = [*own, *(Import([(module, None)]) for module in self.imports)]
 
     def _check_free(self, cls: type, prefix: str) -> None:
         """Refuse to write a ``TypedDict`` under a name that the module itself gives something else, or
         a stub whose own imports (``_TypedDict``, ``_Set``, ...) the module's names would replace."""
-        defined = self.source.names.defined_names
+        # The names the module binds: those it defines, and those it imports.
+        defined = {*self.source.names.defined_names, *self.source.names.import_tracker.module_for}
         taken = [f"_{name}" for names in _OWN_IMPORTS.values() for name in names if f"_{name}" in defined]
         if taken:
             raise NameClash(
-                f"{self.source.module.__name__} defines {taken[0]}, a name that its stub gives one of its own"
-                " imports: rename it"
+                f"{self.source.module.__name__} defines or imports {taken[0]}, a name that its stub gives one of its"
+                " own imports: rename it"
             )
         outer = self.source.runtime_class(prefix[:-1]) if prefix else None
         for suffix in ("Dict", "PartialDict"):
             name = f"{cls.__name__}{suffix}"
             if name in defined if outer is None else name in vars(outer):
                 raise NameClash(
-                    f"{self.source.module.__name__} defines {prefix}{name}, the name of the TypedDict that the stub"
-                    f" gives {cls.__qualname__}: rename one of them"
+                    f"{self.source.module.__name__} defines or imports {prefix}{name}, the name of the TypedDict that"
+                    f" the stub gives {cls.__qualname__}: rename one of them"
                 )
             other = self.given.setdefault(prefix + name, cls)
             if other is not cls:  # ``Foo``'s ``FooPartialDict`` and ``FooPartial``'s
@@ -329,7 +335,8 @@ class _Additions:
         """The parent whose ``TypedDict`` *cls*'s inherits, its keys, and how *cls* subscripts it.
 
         Only a parent in this module whose keys *cls*'s keys start with,
-        declared by the same classes: a ``TypedDict`` cannot redefine or drop a key.
+        declared by the same classes, none of them typed ``Self``: a
+        ``TypedDict`` cannot redefine or drop a key.
         """
         keys = included_names(cls)
         for base in cls.__bases__:
@@ -339,7 +346,8 @@ class _Additions:
                 break
             base_keys = included_names(base)
             if keys[: len(base_keys)] != base_keys or any(
-                self._declaring(cls, key) != self._declaring(base, key) for key in base_keys
+                self._declaring(cls, key) != self._declaring(base, key) or self._says_self(base, key)
+                for key in base_keys
             ):
                 break
             expr = self._base_expr(cls, base)
@@ -467,6 +475,22 @@ class _Additions:
             return naming(written)
 
         return _rewrite(_unwrapped(annotation, source), name_of)
+
+    def _says_self(self, cls: type, name: str) -> bool:
+        """Whether the field *name* of *cls* is declared with ``Self``, which each subclass reads as itself."""
+        declaring = self._declaring(cls, name)
+        source = self._source(declaring[0]) if declaring is not None else None
+        if declaring is None or source is None:
+            return False
+        found = False
+
+        def name_of(written: str) -> str:
+            nonlocal found
+            found = found or source.resolve(written)[0] in _SELF
+            return written
+
+        _rewrite(declaring[1], name_of)
+        return found
 
     def _declaring(self, cls: type, name: str) -> tuple[type, Type] | None:
         """The dataclass in *cls*'s MRO whose body declares the field *name*, with its annotation."""
@@ -708,6 +732,61 @@ def _declare_members(cls: type[enum.Enum], cdef: ClassDef) -> None:
     for stmt in cdef.defs.body:
         if isinstance(stmt, AssignmentStmt) and stmt.unanalyzed_type is None and _assigns(stmt, *cls.__members__):
             stmt.rvalue = NameExpr(writer.get_str_default_of_node(stmt.rvalue)[0])
+
+
+def _as_alias(stmt: AssignmentStmt, module: types.ModuleType) -> None:
+    """Make mypy's generator write a module's type alias (``OptTensor = Optional[torch.Tensor]``) as one.
+
+    Without semantic analysis it writes an alias only of plain names: one
+    that names a class through its module, or by a string, or is annotated
+    ``TypeAlias``, it writes as ``OptTensor: Incomplete``, and every field
+    typed through it would be ``Any``.  So a dotted name becomes a name
+    (printed the same, its module imported), a string naming a class
+    becomes that name (a stub may name a class before defining it), and the
+    annotation goes.  Only where the module's value is a type or a typing
+    construct, so that no other constant becomes an alias.
+    """
+    if len(stmt.lvalues) != 1 or not isinstance(stmt.lvalues[0], NameExpr):
+        return
+    value = vars(module).get(stmt.lvalues[0].name)
+    if not isinstance(value, type) and type(value).__module__ not in _TYPING_MODULES:
+        return
+    if stmt.unanalyzed_type is not None and not (
+        isinstance(stmt.unanalyzed_type, UnboundType) and stmt.unanalyzed_type.name.rpartition(".")[2] == "TypeAlias"
+    ):
+        return
+    rvalue = _alias_expression(stmt.rvalue)
+    if rvalue is not None:
+        stmt.rvalue, stmt.type, stmt.unanalyzed_type = rvalue, None, None
+
+
+_TYPING_MODULES: Final = frozenset({"typing", "typing_extensions", "types"})
+"""Where the classes of typing constructs (``Union[...]``, ``list[int]``, ``int | None``) live."""
+
+
+def _alias_expression(expr: Expression) -> Expression | None:  # noqa: PLR0911  # one return per kind of node
+    """*expr*, a type written in a module, with its dotted names and named strings as plain names; or
+    ``None`` if it holds something else."""
+    parts: list[Expression | None]
+    if isinstance(expr, NameExpr | EllipsisExpr):
+        return expr
+    if isinstance(expr, MemberExpr):
+        name = get_qualified_name(expr)
+        return NameExpr(name) if name.replace(".", "").isidentifier() else None
+    if isinstance(expr, StrExpr):
+        return NameExpr(expr.value) if expr.value.replace(".", "").isidentifier() else None
+    if isinstance(expr, IndexExpr):
+        base, index = _alias_expression(expr.base), _alias_expression(expr.index)
+        return None if base is None or index is None else IndexExpr(base, index)
+    if isinstance(expr, TupleExpr | ListExpr):
+        parts = [_alias_expression(item) for item in expr.items]
+        if any(part is None for part in parts):
+            return None
+        return type(expr)(cast("list[Expression]", parts))
+    if isinstance(expr, OpExpr) and expr.op == "|":
+        left, right = _alias_expression(expr.left), _alias_expression(expr.right)
+        return None if left is None or right is None else OpExpr("|", left, right)
+    return None
 
 
 def _field_names(defs: list[Statement]) -> frozenset[str]:

@@ -546,7 +546,9 @@ def test_a_module_name_that_the_stubs_own_imports_take_is_refused(
 ) -> None:
     # Written after the stub's ``from typing_extensions import TypedDict as _TypedDict``,
     # ``_TypedDict = dict`` made every TypedDict of the stub a dict that checks nothing.
-    with pytest.raises(NameClash, match="defines _TypedDict, a name that its stub gives one of its own imports"):
+    with pytest.raises(
+        NameClash, match="defines or imports _TypedDict, a name that its stub gives one of its own imports"
+    ):
         stub_of(
             tmp_path,
             monkeypatch,
@@ -564,17 +566,25 @@ def test_a_module_name_that_the_stubs_own_imports_take_is_refused(
         )
 
 
-def test_a_name_the_module_gives_something_else_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(NameClash, match="defines ThingDict, the name of the TypedDict that the stub gives Thing"):
+@pytest.mark.parametrize(
+    "binding",
+    ["class ThingDict(dict): ...", "from collections import UserDict as ThingDict"],
+    ids=["defined", "imported"],  # imported: the stub imported it and wrote a TypedDict over it (an outside tester)
+)
+def test_a_name_the_module_gives_something_else_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, binding: str
+) -> None:
+    match = "defines or imports ThingDict, the name of the TypedDict that the stub gives Thing"
+    with pytest.raises(NameClash, match=match):
         stub_of(
             tmp_path,
             monkeypatch,
             "name_clash",
-            """
+            f"""
             from dataclasses import dataclass, field
             from metakit import ZeroCopy
 
-            class ThingDict(dict): ...
+            {binding}
 
             @dataclass
             class Thing(ZeroCopy):
@@ -608,7 +618,7 @@ def test_a_name_the_module_gives_something_else_is_refused(tmp_path: Path, monke
                 class Inner(ZeroCopy):
                     a: int
             """,
-            "defines Outer.InnerDict, the name of the TypedDict that the stub gives Outer.Inner",
+            "defines or imports Outer.InnerDict, the name of the TypedDict that the stub gives Outer.Inner",
             id="a name in the class around it",
         ),
     ],
@@ -902,3 +912,66 @@ def test_basedpyright_reports_each_bad_line(stub_dir: Path) -> None:
     (stub_dir / "usage.py").write_text(header + "\n".join(BAD_USAGE.values()) + "\n")
     lines = {d["range"]["start"]["line"] for d in basedpyright(stub_dir, ["usage.py"])}
     assert lines == set(range(2, 2 + len(BAD_USAGE)))
+
+
+def test_type_aliases_are_written_as_aliases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # mypy's generator, without semantic analysis, wrote each as ``Price: Incomplete``: every field
+    # typed through one was Any to pyright (found by an outside tester, with vLLM's NestedTensors).
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "aliases",
+        """
+        import decimal
+        from dataclasses import dataclass
+        from typing import List, Optional, Tuple, Union
+
+        from typing_extensions import TypeAlias
+
+        from metakit import ZeroCopy
+
+        Price = Optional[decimal.Decimal]
+        Tree = Union[List["Tree"], int]
+        Pair: TypeAlias = Tuple[decimal.Decimal, int]
+        LIMIT = decimal.Decimal(3)
+
+        @dataclass
+        class Order(ZeroCopy):
+            price: Price
+            tree: Tree
+            pair: Pair
+        """,
+    )
+    assert "\nimport decimal\n" in stub
+    assert "\nPrice = decimal.Decimal | None\nTree = list[Tree] | int\nPair = tuple[decimal.Decimal, int]\n" in stub
+    assert "\nLIMIT: Incomplete\n" in stub  # a constant stays one
+    assert "class OrderDict(_TypedDict):\n    price: Price\n    tree: Tree\n    pair: Pair\n" in stub
+
+
+def test_a_field_typed_self_is_each_subclass_own_in_its_typed_dict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The subclass's TypedDict inherited the base's, whose key said the base (found by an outside tester).
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "says_self",
+        """
+        from dataclasses import dataclass
+        from typing import Optional
+
+        from typing_extensions import Self
+
+        from metakit import ZeroCopy
+
+        @dataclass
+        class Chunked(ZeroCopy):
+            cached: Optional[Self] = None
+
+        @dataclass
+        class MLAChunked(Chunked):
+            rank: int = 0
+        """,
+    )
+    assert "class ChunkedDict(_TypedDict):\n    cached: Chunked | None\n" in stub
+    assert "class MLAChunkedDict(_TypedDict):\n    cached: MLAChunked | None\n    rank: int\n" in stub

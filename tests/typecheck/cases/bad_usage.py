@@ -169,6 +169,17 @@ def typevar_receiver_keys_stay_checked(meta: SteppedT) -> None:
     meta.asdict_zerocopy(skip_fields={"slot_mapping": 0, "seq_len": 1})  # E: a dict's keys are the names
 
 
+EitherT = TypeVar("EitherT", bound=Union[PagedMetadata, FlashInferMetadata])
+
+
+def union_bound_typevar_receiver_keys_stay_checked(meta: EitherT) -> None:
+    # A TypeVar bound to a union got dict[str, Any] (an outside tester).
+    meta.asdict_zerocopy()["attn_bias"]  # E: a field of neither
+    meta.asdict_zerocopy(skip_fields={"slot_mappings"})  # E: a field of neither
+    meta.asdict_zerocopy(skip_fields=frozenset(["slot_mappings"]))  # E: a frozenset of a display is a literal
+    meta.astuple_zerocopy()[20]  # E: out of range for both
+
+
 def a_plain_result_rebound_to_one_that_may_lack_keys(meta: FlashInferMetadata, skip: Set[str]) -> int:
     d = meta.asdict_zerocopy()
     d = meta.asdict_zerocopy(skip_fields=skip)  # E: its keys may be gone (README Limits: annotate d)

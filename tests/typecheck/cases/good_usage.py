@@ -173,7 +173,9 @@ def typevar_receivers(meta: MetaT) -> MetaT:
 def non_literal_skip(meta: FlashInferMetadata, skip: Iterable[str], names: set[str]) -> None:
     assert_type(meta.asdict_zerocopy(skip), FlashInferMaybeDict)
     assert_type(meta.asdict_zerocopy(skip_fields=names), FlashInferMaybeDict)
-    assert_type(meta.asdict_zerocopy(skip_fields=frozenset({"is_prompt"})), FlashInferMaybeDict)
+    assert_type(meta.asdict_zerocopy(skip_fields=frozenset(names)), FlashInferMaybeDict)
+    # A frozenset of a display is a literal: Python has no frozenset display (an outside tester).
+    assert_type(meta.asdict_zerocopy(skip_fields=frozenset({"slot_mapping"})), FlashInferSkippedDict)
     maybe = meta.asdict_zerocopy(skip)
     if "slot_mapping" in maybe:
         tensor: Tensor = maybe["slot_mapping"]
