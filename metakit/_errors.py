@@ -10,6 +10,7 @@ it.  These functions are among the globals of every generated function.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any, NoReturn
 
 
@@ -71,8 +72,12 @@ def _hashes_as_text(name: str) -> bool:
         return False
 
 
-def _skip_fields_failed(skip_fields: object, error: TypeError) -> NoReturn:
-    """Re-raise *error*, met while taking names from *skip_fields*, so that it names ``skip_fields``."""
+def _skip_fields_failed(skip_fields: object, error: BaseException | None = None) -> NoReturn:
+    """Re-raise *error* (by default the ``TypeError`` being handled), met while taking names from
+    *skip_fields*, so that it names ``skip_fields``."""
+    if error is None:
+        error = sys.exc_info()[1]
+        assert error is not None, "called outside an except clause"
     if isinstance(error, SkipFieldsError):
         raise error
     try:

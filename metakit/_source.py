@@ -79,16 +79,21 @@ def header(owner: str) -> str:
     return f"# metakit: the generated methods of {owner}\n"
 
 
-# Skipped names are deleted from the finished dict: cheaper than building a
-# second one.  A name that is missing from it costs nothing until it turns
-# out to be missing, and a skip_fields that is no iterable of names costs
-# nothing until it fails; only then do the helpers in ``_errors`` tell what
-# is wrong.
-_ASDICT_HEAD: Final = (f"def {ASDICT}(self, skip_fields=None):\n", "    d = {\n")
+# The plain call returns the dict display itself.  A call with skip_fields
+# builds the same display, then deletes the skipped names from it: cheaper
+# than building a second one.  A name that is missing from it costs nothing
+# until it turns out to be missing, and a skip_fields that is no iterable of
+# names costs nothing until it fails; only then do the helpers in ``_errors``
+# tell what is wrong.  (Each local costs every call, even the plain one: so
+# the ``except`` clause names no exception.)
+_ASDICT_HEAD: Final = (
+    f"def {ASDICT}(self, skip_fields=None):\n",
+    "    if skip_fields is None:\n",
+    "        return {\n",
+)
+_ASDICT_SKIPPING: Final = ("        }\n", "    d = {\n")
 _ASDICT_TAIL: Final = (
     "    }\n",
-    "    if skip_fields is None:\n",
-    "        return d\n",
     # Sets, lists and tuples are never text: only other types pay for isinstance().
     "    if type(skip_fields) not in _NAME_COLLECTIONS and isinstance(skip_fields, (str, bytes)):\n",
     "        raise _skip_fields_text(skip_fields)\n",
@@ -98,8 +103,8 @@ _ASDICT_TAIL: Final = (
     "                del d[name]\n",
     "            except (KeyError, TypeError):  # not in d, or not hashable\n",
     "                _check_skipped(self, name)\n",
-    "    except TypeError as error:\n",
-    "        _skip_fields_failed(skip_fields, error)\n",
+    "    except TypeError:\n",
+    "        _skip_fields_failed(skip_fields)\n",
     "    return d\n",
 )
 _ASTUPLE_HEAD: Final = ("\n", "\n", f"def {ASTUPLE}(self):\n", "    return (\n")
@@ -157,9 +162,12 @@ def function_lines(layout: Layout) -> list[str]:
     """The lines of the three generated functions for *layout*, each with its newline."""
     included = layout.included
     attributes = [f"        self.{name},\n" for name in included]
+    items = [f"        '{name}': self.{name},\n" for name in included]
     lines = [
         *_ASDICT_HEAD,
-        *[f"        '{name}': self.{name},\n" for name in included],
+        *[f"    {item}" for item in items],
+        *_ASDICT_SKIPPING,
+        *items,
         *_ASDICT_TAIL,
         *_ASTUPLE_HEAD,
         *attributes,
@@ -189,11 +197,13 @@ def methods_source(layout: Layout, owner: str) -> str:
     >>> print(methods_source(Layout(("is_prompt",), "c", ("is_prompt",), True, True), "engine.Step"))
     # metakit: the generated methods of engine.Step
     def asdict_zerocopy(self, skip_fields=None):
+        if skip_fields is None:
+            return {
+                'is_prompt': self.is_prompt,
+            }
         d = {
             'is_prompt': self.is_prompt,
         }
-        if skip_fields is None:
-            return d
         if type(skip_fields) not in _NAME_COLLECTIONS and isinstance(skip_fields, (str, bytes)):
             raise _skip_fields_text(skip_fields)
         try:
@@ -202,8 +212,8 @@ def methods_source(layout: Layout, owner: str) -> str:
                     del d[name]
                 except (KeyError, TypeError):  # not in d, or not hashable
                     _check_skipped(self, name)
-        except TypeError as error:
-            _skip_fields_failed(skip_fields, error)
+        except TypeError:
+            _skip_fields_failed(skip_fields)
         return d
     <BLANKLINE>
     <BLANKLINE>

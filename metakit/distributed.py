@@ -171,8 +171,9 @@ def broadcast_metadata(
     *allow_pickle* says so on every rank (on the source it lets values that
     are not plain data travel pickled; on a receiver it lets them be read,
     see ``metakit.wire.unpack``: only for peers you trust).  *max_bytes*, the
-    same on every rank, bounds what one record may bring (the frame, the
-    header and every buffer together): the source refuses a larger record,
+    same on every rank, bounds what one record may bring (its header and
+    every buffer together; the frame that carries a small record is at least
+    4 KiB): the source refuses a larger record before it copies any tensor,
     and a receiver refuses, before it allocates anything, a frame that
     declares more.
 

@@ -602,15 +602,18 @@ class OwnBuffer(NamedTuple):
     """A large tensor that travels as a buffer of its own."""
 
     tensor: torch.Tensor
-    """The tensor, or a contiguous copy of its values where it is not dense."""
     nbytes: int
+    """How many bytes it takes, contiguous."""
     lane: int
     raw: bool
     """Whether its bytes lie in CPU memory from its ``data_ptr()`` on, as they are (contiguous, no lazy bits)."""
+    dense: bool
+    """Whether its bytes travel as they lie; if not, a contiguous copy of its values does."""
 
     def span(self) -> torch.Tensor:
-        """Its bytes, as a flat ``uint8`` tensor: a view of its memory."""
-        return _span(self.tensor)
+        """Its bytes, as a flat ``uint8`` tensor: a view of its memory, or of the copy made now (not while
+        packing: a broadcast refuses a record over ``max_bytes`` before it copies anything)."""
+        return _span(self.tensor if self.dense else _plain(self.tensor).contiguous())
 
 
 class Outgoing(NamedTuple):
@@ -1001,10 +1004,12 @@ class _Packer:
         if len(shape) > _MAX_DIMS:
             _refuse(tensor)
         contiguous = tensor.is_contiguous()
-        strides = None if contiguous else tensor.stride()
+        # A dimension of size 1 may have any stride (torch leaves some at 2**63 - 1): it sends its contiguous one.
+        strides = None if contiguous else _sent_strides(shape, tensor.stride())
         nbytes = tensor.nbytes
         flags = (_DEVICE_CODES[device] << _DEVICE_SHIFT if device != "cpu" else 0) | tensor.requires_grad
         if not nbytes:
+            _check_sizes(shape, strides)
             return _spec(code, flags, _NEW, 0, 0, shape, strides)
         address = tensor.data_ptr()
         itemsize = _ITEMSIZES[code]
@@ -1016,6 +1021,7 @@ class _Packer:
             view = self.view(regions, address, shape, strides or tensor.stride(), itemsize)
             if view is not None:
                 parent, offset = view
+                _check_sizes(shape, strides)
                 return _spec(code, flags, _VIEW, parent, offset, shape, strides)
         dense = contiguous or _is_dense(shape, strides)  # type: ignore[arg-type]
         lane = self.lanes.get(device, 0) if self.lanes else 0
@@ -1023,6 +1029,7 @@ class _Packer:
             strides = None  # it arrives contiguous
         elif exact:  # its bytes travel as they lie in memory: a later view of them can point into them
             self.regions.setdefault(storage, []).append((address, nbytes, index))
+        _check_sizes(shape, strides)
         if nbytes >= self.own_buffer:
             buffer, offset = self.add_own(tensor, nbytes, lane, dense, raw=contiguous and exact and device == "cpu")
         else:
@@ -1035,7 +1042,7 @@ class _Packer:
 
     def add_own(self, tensor: torch.Tensor, nbytes: int, lane: int, dense: bool, *, raw: bool) -> tuple[int, int]:
         """Give the large *tensor* a buffer of its own; return its number and the tensor's offset there."""
-        self.own.append(_tuple_new(OwnBuffer, (tensor if dense else _plain(tensor).contiguous(), nbytes, lane, raw)))
+        self.own.append(_tuple_new(OwnBuffer, (tensor, nbytes, lane, raw, dense)))
         return len(self.pools) + len(self.own) - 1, 0
 
     @staticmethod
@@ -1071,6 +1078,23 @@ def _pickled(value: object) -> bytes:
         return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
     except Exception as error:
         raise _Refused(f"it cannot be pickled: {describe(error)}") from None
+
+
+def _sent_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """*strides*, each of a dimension of size 1 written as a contiguous tensor has it."""
+    if 1 not in shape:
+        return strides
+    return tuple(
+        usual if size == 1 else stride
+        for size, stride, usual in zip(shape, strides, _contiguous_strides(shape), strict=True)
+    )
+
+
+def _check_sizes(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> None:
+    """Refuse a tensor whose spec would carry a size or stride past the format's: torch makes an empty
+    tensor of any shape (``torch.empty(0, 2**62)``), and a view with strides of any size."""
+    if max(shape, default=0) >= _MAX_SIZE or max(strides or _contiguous_strides(shape), default=0) >= _MAX_SIZE:
+        raise _Refused(f"a tensor of shape {tuple(shape)} has sizes or strides of 2**62 or more, past the format's")
 
 
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:

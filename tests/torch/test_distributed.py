@@ -609,6 +609,10 @@ def source_errors_of_any_kind_reach_every_rank(rank: int, world: int) -> None:
     _assert_refused(rank, FailsToGiveState(), KeyboardInterrupt, "stop")
     # The error of a record over a small max_bytes is itself over it: it arrives all the same.
     _assert_refused(rank, make_attention_metadata(), ValueError, "over max_bytes=40", max_bytes=40)
+    # A tensor that is not dense travels as a contiguous copy: one over max_bytes is refused before
+    # the copy is made (4 TiB here: it was made first, and the allocator failed; an outside tester).
+    huge = Bag({"expanded": torch.zeros(1).expand(1 << 20, 1 << 20)})
+    _assert_refused(rank, huge, ValueError, "the record takes 4398046511.* bytes, over max_bytes=1073741824")
 
 
 def receiver_passing_a_record_gets_an_error_after_its_part(rank: int, world: int) -> None:

@@ -289,6 +289,20 @@ def test_skip_fields_naming_no_field_is_refused() -> None:
         wire.pack(Derived([1]), skip_fields={"nonexistent"})
 
 
+def test_a_tensor_whose_sizes_the_format_cannot_carry_is_refused_on_the_sender() -> None:
+    # torch makes an empty tensor of any shape; the sender sent it, and the receiver refused it (an outside tester).
+    for shape in [(0, 1 << 62), (0, 1 << 31, 1 << 31)]:  # the second: a contiguous stride of 2**62
+        with pytest.raises(TypeError, match=r"^field 'values' of Bag cannot be sent .*sizes or strides of 2\*\*62"):
+            wire.pack(Bag({"t": torch.empty(shape)}))
+    empty = torch.empty(0, 1 << 61)
+    assert wire.unpack(*wire.pack(Bag({"t": empty}))).values["t"].shape == empty.shape
+    # A dimension of size 1 may have any stride: it is sent as a contiguous tensor's.
+    odd = torch.arange(6.0).view(2, 3).t().unsqueeze(0).as_strided((1, 3, 2), ((1 << 63) - 1, 1, 3))
+    got = wire.unpack(*wire.pack(Bag({"t": odd}))).values["t"]
+    assert torch.equal(got, odd)
+    assert got.stride()[1:] == odd.stride()[1:]
+
+
 @dataclass
 class IgnoresSkipFields(ZeroCopy):
     n: int
