@@ -528,10 +528,12 @@ class _Reading:
 # the text's and triggers no lazy import.
 
 _TOKEN: Final = re.compile(
-    r"\s*(?:(\.\.\.)|(b(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))|([A-Za-z_][\w.]*)"
-    r"|('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")|(-?\d+)|([\[\](),|])|(\S))"
+    r"\s*(?:(\.\.\.)|(b(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))|([A-Za-z_][\w.]*(?![\w.'\"]))"
+    r"|(u?(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))|(-?\d+)|([\[\](),|])|(\S))"
 )
-"""The parser's tokens, by kind (``_KINDS``).  An ``other`` token may appear only in ``Annotated``'s metadata."""
+"""The parser's tokens, by kind (``_KINDS``).  An ``other`` token may appear only in ``Annotated``'s metadata.
+A string is as ``ast.unparse`` writes it, in ``from __future__ import annotations``: with a ``u`` if the source
+had one, its escapes doubled if it was raw."""
 _KINDS: Final = ("ellipsis", "bytes", "name", "string", "number", "punctuation", "other")
 
 

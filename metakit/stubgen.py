@@ -51,6 +51,7 @@ from mypy.nodes import (
     Import,
     ImportFrom,
     IndexExpr,
+    IntExpr,
     ListExpr,
     MemberExpr,
     MypyFile,
@@ -275,7 +276,7 @@ class _Additions:
                 cdef.defs.body += self._methods(cls, prefix)
         for node, _, prefix in _statements(self.source.tree.defs):
             if not prefix and isinstance(node, AssignmentStmt):
-                _as_alias(node, self.source.module)
+                _as_alias(node, self.source)
         own = [ImportFrom(module, 0, [(name, f"_{name}") for name in names]) for module, names in _OWN_IMPORTS.items()]
         self.source.tree.defs[:0] = [*own, *(Import([(module, None)]) for module in self.imports)]
 
@@ -734,28 +735,37 @@ def _declare_members(cls: type[enum.Enum], cdef: ClassDef) -> None:
             stmt.rvalue = NameExpr(writer.get_str_default_of_node(stmt.rvalue)[0])
 
 
-def _as_alias(stmt: AssignmentStmt, module: types.ModuleType) -> None:
+def _as_alias(stmt: AssignmentStmt, source: _Source) -> None:
     """Make mypy's generator write a module's type alias (``OptTensor = Optional[torch.Tensor]``) as one.
 
     Without semantic analysis it writes an alias only of plain names: one
     that names a class through its module, or by a string, or is annotated
     ``TypeAlias``, it writes as ``OptTensor: Incomplete``, and every field
     typed through it would be ``Any``.  So a dotted name becomes a name
-    (printed the same, its module imported), a string naming a class
-    becomes that name (a stub may name a class before defining it), and the
-    annotation goes.  Only where the module's value is a type or a typing
-    construct, so that no other constant becomes an alias.
+    (printed the same, its module imported), a string naming a class the
+    module binds becomes that name (a stub may name a class before defining
+    it), a string holding a type becomes that type, ``Annotated[X, ...]``
+    becomes ``X``, a ``Literal``'s values their text, and the annotation
+    goes.  Only where the module's value is a type or a typing construct, or
+    the annotation says it is an alias, so that no other constant becomes
+    one; an alias holding anything else stays as mypy writes it.
     """
     if len(stmt.lvalues) != 1 or not isinstance(stmt.lvalues[0], NameExpr):
         return
-    value = vars(module).get(stmt.lvalues[0].name)
-    if not isinstance(value, type) and type(value).__module__ not in _TYPING_MODULES:
-        return
-    if stmt.unanalyzed_type is not None and not (
-        isinstance(stmt.unanalyzed_type, UnboundType) and stmt.unanalyzed_type.name.rpartition(".")[2] == "TypeAlias"
-    ):
-        return
-    rvalue = _alias_expression(stmt.rvalue)
+    declared = stmt.unanalyzed_type
+    if declared is not None:  # ``X: TypeAlias = ...`` says what it is, if its value is only text
+        if not isinstance(declared, UnboundType) or declared.name.rpartition(".")[2] != "TypeAlias":
+            return
+    else:
+        value = vars(source.module).get(stmt.lvalues[0].name)
+        if not isinstance(value, type) and type(value).__module__ not in _TYPING_MODULES:
+            return
+
+    def bound(name: str) -> bool:
+        head = name.partition(".")[0]
+        return source.resolve(name)[1] is not None or hasattr(builtins, head)
+
+    rvalue = _alias_expression(stmt.rvalue, bound)
     if rvalue is not None:
         stmt.rvalue, stmt.type, stmt.unanalyzed_type = rvalue, None, None
 
@@ -764,9 +774,9 @@ _TYPING_MODULES: Final = frozenset({"typing", "typing_extensions", "types"})
 """Where the classes of typing constructs (``Union[...]``, ``list[int]``, ``int | None``) live."""
 
 
-def _alias_expression(expr: Expression) -> Expression | None:  # noqa: PLR0911  # one return per kind of node
-    """*expr*, a type written in a module, with its dotted names and named strings as plain names; or
-    ``None`` if it holds something else."""
+def _alias_expression(expr: Expression, bound: Callable[[str], bool]) -> Expression | None:  # noqa: PLR0911
+    """*expr*, a type written in a module, with its dotted names and the strings that name what *bound* says
+    the module binds as plain names; or ``None`` if it holds anything else."""
     parts: list[Expression | None]
     if isinstance(expr, NameExpr | EllipsisExpr):
         return expr
@@ -774,18 +784,54 @@ def _alias_expression(expr: Expression) -> Expression | None:  # noqa: PLR0911  
         name = get_qualified_name(expr)
         return NameExpr(name) if name.replace(".", "").isidentifier() else None
     if isinstance(expr, StrExpr):
-        return NameExpr(expr.value) if expr.value.replace(".", "").isidentifier() else None
+        if expr.value.replace(".", "").isidentifier():
+            return NameExpr(expr.value) if bound(expr.value) else None
+        parsed = _expression(expr.value)  # ``"List[int]"``, ``"int | None"``
+        return None if parsed is None or isinstance(parsed, StrExpr) else _alias_expression(parsed, bound)
     if isinstance(expr, IndexExpr):
-        base, index = _alias_expression(expr.base), _alias_expression(expr.index)
+        kind = get_qualified_name(expr.base).rpartition(".")[2]
+        if kind == "Literal":  # its strings are values, not names: each is given as its text, quoted
+            values = expr.index.items if isinstance(expr.index, TupleExpr) else [expr.index]
+            written = [_literal_text(value) for value in values]
+            base = _alias_expression(expr.base, bound)
+            if base is None or any(text is None for text in written):
+                return None
+            names = [NameExpr(text) for text in written if text is not None]
+            return IndexExpr(base, names[0] if len(names) == 1 else TupleExpr(cast("list[Expression]", names)))
+        if kind == "Annotated":  # what a checker reads of it: its type
+            first = expr.index.items[0] if isinstance(expr.index, TupleExpr) else expr.index
+            return _alias_expression(first, bound)
+        base, index = _alias_expression(expr.base, bound), _alias_expression(expr.index, bound)
         return None if base is None or index is None else IndexExpr(base, index)
     if isinstance(expr, TupleExpr | ListExpr):
-        parts = [_alias_expression(item) for item in expr.items]
+        parts = [_alias_expression(item, bound) for item in expr.items]
         if any(part is None for part in parts):
             return None
         return type(expr)(cast("list[Expression]", parts))
     if isinstance(expr, OpExpr) and expr.op == "|":
-        left, right = _alias_expression(expr.left), _alias_expression(expr.right)
+        left, right = _alias_expression(expr.left, bound), _alias_expression(expr.right, bound)
         return None if left is None or right is None else OpExpr("|", left, right)
+    return None
+
+
+def _expression(text: str) -> Expression | None:
+    """The expression the source *text* is, as mypy's parser reads it; ``None`` if it is none."""
+    options = Options()
+    errors = Errors(options)
+    try:
+        (node,) = parse(f"_ = (\n{text}\n)\n", "<metakit stubgen>", None, errors, options, eager=True).defs
+    except Exception:  # mypy's parser may report an error by raising
+        return None
+    return node.rvalue if isinstance(node, AssignmentStmt) and not errors.is_errors() else None
+
+
+def _literal_text(value: Expression) -> str | None:
+    """The source text of a ``Literal``'s str or int *value*; ``None`` for any other (``True``, which mypy's
+    generator writes in no alias)."""
+    if isinstance(value, StrExpr):
+        return repr(value.value)
+    if isinstance(value, IntExpr):
+        return str(value.value)
     return None
 
 

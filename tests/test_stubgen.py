@@ -924,7 +924,7 @@ def test_type_aliases_are_written_as_aliases(tmp_path: Path, monkeypatch: pytest
         """
         import decimal
         from dataclasses import dataclass
-        from typing import List, Optional, Tuple, Union
+        from typing import Annotated, List, Literal, Optional, Tuple, Union
 
         from typing_extensions import TypeAlias
 
@@ -934,6 +934,12 @@ def test_type_aliases_are_written_as_aliases(tmp_path: Path, monkeypatch: pytest
         Tree = Union[List["Tree"], int]
         Pair: TypeAlias = Tuple[decimal.Decimal, int]
         LIMIT = decimal.Decimal(3)
+        # A Literal's values, an Annotated's metadata and a string holding a type are no names.
+        Mode = Optional[Literal["on", "off", 3]]
+        Meters = Annotated[float, "unit"]
+        Nested = List["List[int]"]
+        Maybe: TypeAlias = "int | None"
+        Unknown = Optional["NeverDefined"]
 
         @dataclass
         class Order(ZeroCopy):
@@ -942,9 +948,13 @@ def test_type_aliases_are_written_as_aliases(tmp_path: Path, monkeypatch: pytest
             pair: Pair
         """,
     )
+    compile(stub, "aliases.pyi", "exec")
     assert "\nimport decimal\n" in stub
     assert "\nPrice = decimal.Decimal | None\nTree = list[Tree] | int\nPair = tuple[decimal.Decimal, int]\n" in stub
     assert "\nLIMIT: Incomplete\n" in stub  # a constant stays one
+    assert "\nMode = Literal['on', 'off', 3] | None\nMeters = float\n" in stub
+    assert "\nNested = list[list[int]]\nMaybe = int | None\n" in stub
+    assert "\nUnknown: Incomplete\n" in stub  # a name that nothing binds: no alias of an undefined name
     assert "class OrderDict(_TypedDict):\n    price: Price\n    tree: Tree\n    pair: Pair\n" in stub
 
 

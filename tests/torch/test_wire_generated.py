@@ -559,6 +559,7 @@ _ANNOTATED: list[tuple[object, object, object]] = [
     (Sequence[int], b"eos", "eos"),  # bytes, a Sequence[int]
     (Literal["\n", "it's"], "\n", "\\n"),  # escapes in the text read as Python reads them
     (Literal[b"\x00"], b"\x00", b"\\x00"),
+    (Literal["on"], "on", "off"),  # as text below, ``u'on'``: the check was off (an outside tester)
 ]
 _ANY_VALUE: list[object] = [Shaped, Callable[[int], int], object]
 
@@ -588,6 +589,7 @@ class Written(ZeroCopy):
     stop_ids: Sequence[int] = b"eos"
     separator: Literal["\n", "it's"] = "\n"
     pad: Literal[b"\x00"] = b"\x00"
+    switch: Literal[u"on"] = "on"  # noqa: UP025  # fmt: skip
 
 
 Built = make_dataclass(
