@@ -346,9 +346,10 @@ class _Additions:
             if self.source.runtime_class(base.__qualname__) is not base:
                 break
             base_keys = included_names(base)
+            declared = [self._declaring(base, key) for key in base_keys]
             if keys[: len(base_keys)] != base_keys or any(
-                self._declaring(cls, key) != self._declaring(base, key) or self._says_self(base, key)
-                for key in base_keys
+                self._declaring(cls, key) != declaring or self._says_self(declaring)
+                for key, declaring in zip(base_keys, declared, strict=True)
             ):
                 break
             expr = self._base_expr(cls, base)
@@ -477,9 +478,9 @@ class _Additions:
 
         return _rewrite(_unwrapped(annotation, source), name_of)
 
-    def _says_self(self, cls: type, name: str) -> bool:
-        """Whether the field *name* of *cls* is declared with ``Self``, which each subclass reads as itself."""
-        declaring = self._declaring(cls, name)
+    def _says_self(self, declaring: tuple[type, Type] | None) -> bool:
+        """Whether a field, as ``_declaring`` found it, is declared with ``Self``, which each subclass reads as
+        itself."""
         source = self._source(declaring[0]) if declaring is not None else None
         if declaring is None or source is None:
             return False

@@ -250,8 +250,14 @@ _U32: Final = 1 << 32
 def _spec(  # noqa: PLR0917  # a spec's fields, in its order
     code: int, flags: int, kind: int, reference: int, offset: int, shape: Sequence[int], strides: Sequence[int] | None
 ) -> msgspec.msgpack.Ext:
-    """A tensor's spec as the extension that stands for it in a header; *strides* ``None`` for a contiguous one."""
+    """A tensor's spec as the extension that stands for it in a header; *strides* ``None`` for a contiguous one.
+
+    Refuses what no receiver takes: torch makes an empty tensor of any shape
+    (``torch.empty(0, 2**62)``), and a view with strides of any size.
+    """
     ndim = len(shape)
+    if max(shape, default=0) >= _MAX_SIZE or max(strides or _contiguous_strides(tuple(shape)), default=0) >= _MAX_SIZE:
+        raise _Refused(f"a tensor of shape {tuple(shape)} has sizes or strides of 2**62 or more, past the format's")
     if strides is None:
         numbers: Sequence[int] = shape
     else:
@@ -1009,7 +1015,6 @@ class _Packer:
         nbytes = tensor.nbytes
         flags = (_DEVICE_CODES[device] << _DEVICE_SHIFT if device != "cpu" else 0) | tensor.requires_grad
         if not nbytes:
-            _check_sizes(shape, strides)
             return _spec(code, flags, _NEW, 0, 0, shape, strides)
         address = tensor.data_ptr()
         itemsize = _ITEMSIZES[code]
@@ -1021,7 +1026,6 @@ class _Packer:
             view = self.view(regions, address, shape, strides or tensor.stride(), itemsize)
             if view is not None:
                 parent, offset = view
-                _check_sizes(shape, strides)
                 return _spec(code, flags, _VIEW, parent, offset, shape, strides)
         dense = contiguous or _is_dense(shape, strides)  # type: ignore[arg-type]
         lane = self.lanes.get(device, 0) if self.lanes else 0
@@ -1029,7 +1033,6 @@ class _Packer:
             strides = None  # it arrives contiguous
         elif exact:  # its bytes travel as they lie in memory: a later view of them can point into them
             self.regions.setdefault(storage, []).append((address, nbytes, index))
-        _check_sizes(shape, strides)
         if nbytes >= self.own_buffer:
             buffer, offset = self.add_own(tensor, nbytes, lane, dense, raw=contiguous and exact and device == "cpu")
         else:
@@ -1088,13 +1091,6 @@ def _sent_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
         usual if size == 1 else stride
         for size, stride, usual in zip(shape, strides, _contiguous_strides(shape), strict=True)
     )
-
-
-def _check_sizes(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> None:
-    """Refuse a tensor whose spec would carry a size or stride past the format's: torch makes an empty
-    tensor of any shape (``torch.empty(0, 2**62)``), and a view with strides of any size."""
-    if max(shape, default=0) >= _MAX_SIZE or max(strides or _contiguous_strides(shape), default=0) >= _MAX_SIZE:
-        raise _Refused(f"a tensor of shape {tuple(shape)} has sizes or strides of 2**62 or more, past the format's")
 
 
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
