@@ -528,13 +528,23 @@ class _Reading:
 # the text's and triggers no lazy import.
 
 _TOKEN: Final = re.compile(
-    r"\s*(?:(\.\.\.)|(b(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))|([A-Za-z_][\w.]*(?![\w.'\"]))"
-    r"|(u?(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))|(-?\d+)|([\[\](),|])|(\S))"
+    r"""\s*(?:
+        (\#[^\n]*)
+      | (\.\.\.)
+      | ((?:[rRuU]|[bB][rR]?|[rR][bB])?
+         (?:'''(?:[^\\]|\\.)*?'''|\"\"\"(?:[^\\]|\\.)*?\"\"\"|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"))
+      | ([A-Za-z_][\w.]*(?![\w.'"]))
+      | ([-+~]?(?:0[xX][\da-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|\d[\d_]*)(?![\w.]))
+      | ([\[\](),|])
+      | (\S)
+    )""",
+    re.VERBOSE,
 )
-"""The parser's tokens, by kind (``_KINDS``).  An ``other`` token may appear only in ``Annotated``'s metadata.
-A string is as ``ast.unparse`` writes it, in ``from __future__ import annotations``: with a ``u`` if the source
-had one, its escapes doubled if it was raw."""
-_KINDS: Final = ("ellipsis", "bytes", "name", "string", "number", "punctuation", "other")
+"""The parser's tokens, by kind (``_KINDS``), as Python's tokenizer reads them.  An ``other`` token may
+appear only in ``Annotated``'s metadata; comments are dropped.  A string token is any string or bytes
+literal: in ``from __future__ import annotations``, as ``ast.unparse`` writes it; in an annotation written as
+text, as written there."""
+_KINDS: Final = ("comment", "ellipsis", "string", "name", "number", "punctuation", "other")
 
 
 _LITERAL_NAMES: Final[dict[str, object]] = {"True": True, "False": False, "None": None}
@@ -553,6 +563,16 @@ def _quoted(text: str) -> str | bytes:
     return value  # type: ignore[no-any-return]
 
 
+def _number(text: str) -> int:
+    """The value of the number token *text*: an int literal, as Python reads it, after one ``-``, ``+`` or ``~``."""
+    sign, digits = (text[0], text[1:]) if text[0] in "-+~" else ("", text)
+    try:
+        value = int(digits, 0)
+    except ValueError:  # a literal Python refuses (``012``, ``1__0``)
+        raise _Unresolved(text) from None
+    return -value if sign == "-" else ~value if sign == "~" else value
+
+
 class _Parser:
     """``expr := term ('|' term)*``, ``term := atom ('[' expr (',' expr)* ']')?``."""
 
@@ -564,7 +584,8 @@ class _Parser:
             if match is None:
                 raise _Unresolved(text)
             kind = next(kind for kind, group in zip(_KINDS, match.groups(), strict=True) if group is not None)
-            self.tokens.append((kind, match.group(_KINDS.index(kind) + 1)))
+            if kind != "comment":
+                self.tokens.append((kind, match.group(_KINDS.index(kind) + 1)))
             position = match.end()
         self.namespaces = namespaces
         self.next = 0
@@ -583,6 +604,16 @@ class _Parser:
 
     def peek(self) -> str:
         return self.tokens[self.next][1] if self.next < len(self.tokens) else ""
+
+    def string(self, text: str) -> str | bytes:
+        """The value of the string token *text* and of those that follow it, joined as Python joins them."""
+        value = _quoted(text)
+        while self.next < len(self.tokens) and self.tokens[self.next][0] == "string":
+            more = _quoted(self.take()[1])
+            if type(more) is not type(value):
+                raise _Unresolved("a str joined to bytes")
+            value += more  # type: ignore[operator]
+        return value
 
     def take(self) -> tuple[str, str]:
         if self.next >= len(self.tokens):
@@ -621,25 +652,34 @@ class _Parser:
         return value
 
     def listed(self, item: Callable[[], object]) -> list[object]:
-        """Items separated by commas, up to and past the closing ``]``."""
+        """Items separated by commas, up to and past the closing ``]`` (after a comma, if one ends them)."""
         items = [item()]
         while self.peek() == ",":
             self.take()
+            if self.peek() == "]":
+                break
             items.append(item())
         if self.take()[1] != "]":
             raise _Unresolved("unbalanced brackets")
         return items
 
     def literal(self) -> object:
-        """A value in ``Literal[...]``: a str, an int, ``True``, ``False``, ``None`` or a dotted name (an enum's)."""
+        """A value in ``Literal[...]``: a str, bytes, an int, ``True``, ``False``, ``None``, a dotted name (an
+        enum's, or a ``Literal`` alias), or a ``Literal[...]`` of them, whose values ``typing`` takes in its place."""
         kind, text = self.take()
-        if kind in {"string", "bytes"}:
-            return _quoted(text)
+        if kind == "string":
+            return self.string(text)
         if kind == "number":
-            return int(text)
-        if kind == "name":
-            return _LITERAL_NAMES[text] if text in _LITERAL_NAMES else self.name(text)
-        raise _Unresolved(text)
+            return _number(text)
+        if kind != "name":
+            raise _Unresolved(text)
+        if text in _LITERAL_NAMES:
+            return _LITERAL_NAMES[text]
+        value = self.name(text)
+        if value is typing.Literal and self.peek() == "[":
+            self.take()
+            return typing.Literal[tuple(self.listed(self.literal))]
+        return value
 
     def skip_to_bracket(self) -> None:
         """Pass the tokens up to and past the ``]`` that closes the brackets open here."""
@@ -660,9 +700,12 @@ class _Parser:
         if kind == "ellipsis":
             return Ellipsis
         if kind == "number":
-            return int(text)
+            return _number(text)
         if kind == "string":
-            return _Parser(_quoted(text), self.namespaces).parse()  # type: ignore[arg-type]  # a str token
+            forward = self.string(text)
+            if type(forward) is not str:
+                raise _Unresolved(text)
+            return _Parser(forward, self.namespaces).parse()
         if text == "[":  # Callable[[int], str]
             items = [] if self.peek() == "]" else [self.expr()]
             while self.peek() == ",":
@@ -670,8 +713,14 @@ class _Parser:
                 items.append(self.expr())
             self.take()
             return items
-        if text == "(" and self.take()[1] == ")":  # tuple[()]
-            return ()
+        if text == "(":
+            if self.peek() == ")":  # tuple[()]
+                self.take()
+                return ()
+            value = self.expr()
+            if self.take()[1] != ")":
+                raise _Unresolved("unbalanced brackets")
+            return value
         if kind != "name":
             raise _Unresolved(text)
         try:

@@ -560,6 +560,7 @@ _ANNOTATED: list[tuple[object, object, object]] = [
     (Literal["\n", "it's"], "\n", "\\n"),  # escapes in the text read as Python reads them
     (Literal[b"\x00"], b"\x00", b"\\x00"),
     (Literal["on"], "on", "off"),  # as text below, ``u'on'``: the check was off (an outside tester)
+    (Literal[Literal[1, 2], 3], 3, "x"),  # noqa: RUF041  # nested, as text: the check was off (an outside tester)
 ]
 _ANY_VALUE: list[object] = [Shaped, Callable[[int], int], object]
 
@@ -590,6 +591,7 @@ class Written(ZeroCopy):
     separator: Literal["\n", "it's"] = "\n"
     pad: Literal[b"\x00"] = b"\x00"
     switch: Literal[u"on"] = "on"  # noqa: UP025  # fmt: skip
+    nested: Literal[Literal[1, 2], 3] = 3  # noqa: RUF041  # nested, on purpose
 
 
 Built = make_dataclass(
@@ -621,6 +623,53 @@ def test_every_annotation_that_names_a_type_is_checked_on_both_sides(cls: type, 
         wire.pack(replace(record, **{name: bad}))
     with pytest.raises(WireError, match=rf"Expected `[^`]+`, got `[^`]+` - at `\$\.{name}(\[0\])?`"):
         wire.unpack(_with_value(record, index, bad), wire.pack(record).buffers)
+
+
+Mode = Literal[1, 2]
+
+# Annotations written as text by hand, not by ``ast.unparse``: the parser reads Python's literals as
+# Python's tokenizer does.  (An outside tester: each of these once took any value.)
+_AS_TEXT: list[tuple[str, object, object]] = [
+    ("Literal[Literal[1, 2], 3]", 3, "x"),
+    ("Literal[Mode, 3]", 2, 4),
+    ("Literal[0x10, 0o17, 0b11, 1_000]", 15, 14),
+    ("Literal[-1, +2, ~0]", 2, 1),  # ~0 is -1
+    ("Literal['''a''', b'x' b'y']", b"xy", b"x"),
+    ("Literal['a' 'b', u'c', r'\\d']", "\\d", "a"),
+    ("Literal[1, 2,]", 2, 3),
+    ("(int) | None", None, "3"),
+    ("int  # a count", 3, "3"),
+    ("'int | None'", 3, "3"),
+]
+
+
+def _annotated_as(name: str, text: str) -> type:
+    """A record class whose one field, ``value``, has the annotation *text*; named uniquely (the receiver
+    finds it by name among the live classes)."""
+    name = f"{name}{len(_made)}"
+    _made.append(make_dataclass(name, [("value", text)], bases=(ZeroCopy,), namespace={"__module__": __name__}))
+    return _made[-1]
+
+
+_made: list[type] = []
+
+
+@pytest.mark.parametrize(("text", "good", "bad"), _AS_TEXT, ids=[text for text, _, _ in _AS_TEXT])
+def test_an_annotation_written_as_text_is_read_as_python_reads_it(text: str, good: object, bad: object) -> None:
+    cls = _annotated_as("Texted", text)
+    record = cls(good)
+    assert wire.unpack(*wire.pack(record)) == record
+    with pytest.raises(TypeError, match=r"Expected `[^`]+`, got `[^`]+` - at `\$\.value`"):
+        wire.pack(cls(bad))
+    with pytest.raises(WireError, match=r"Expected `[^`]+`, got `[^`]+` - at `\$\.value`"):
+        wire.unpack(_with_value(record, 0, bad), wire.pack(record).buffers)
+
+
+@pytest.mark.parametrize("text", ["Literal[-(1)]", "Literal[012]", "Literal['a' b'b']", "Literal[1.5]", "(int"])
+def test_an_annotation_the_parser_cannot_read_takes_any_plain_value(text: str) -> None:
+    cls = _annotated_as("Unread", text)
+    for value in (1, "x", [None]):
+        assert wire.unpack(*wire.pack(cls(value))) == cls(value)
 
 
 @dataclass
