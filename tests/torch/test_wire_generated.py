@@ -626,6 +626,7 @@ def test_every_annotation_that_names_a_type_is_checked_on_both_sides(cls: type, 
 
 
 Mode = Literal[1, 2]
+Ämter = int  # noqa: PLC2401  # a name that is not ASCII, on purpose
 
 # Annotations written as text by hand, not by ``ast.unparse``: the parser reads Python's literals as
 # Python's tokenizer does.  (An outside tester: each of these once took any value.)
@@ -640,6 +641,7 @@ _AS_TEXT: list[tuple[str, object, object]] = [
     ("(int) | None", None, "3"),
     ("int  # a count", 3, "3"),
     ("'int | None'", 3, "3"),
+    ("Ämter | None", None, "3"),  # a name that starts with a letter that is not ASCII
 ]
 
 
