@@ -247,9 +247,14 @@ def _dataclass_of(cls: object) -> type:
     origin = typing.get_origin(cls)
     target = origin if isinstance(origin, type) else cls
     if not isinstance(target, type):
+        if dataclasses.is_dataclass(cls):
+            raise TypeError(
+                f"assert_zerocopy_class() takes a dataclass, but got an instance of {_name(type(cls))};"
+                " use assert_zerocopy(obj) for an instance"
+            )
         raise TypeError(
-            f"assert_zerocopy_class() takes a dataclass, but got an instance of {_name(type(cls))};"
-            " use assert_zerocopy(obj) for an instance"
+            f"assert_zerocopy_class() takes a dataclass, but got an instance of {_name(type(cls))},"
+            " which is not a dataclass"
         )
     if not dataclasses.is_dataclass(target):
         raise TypeError(f"assert_zerocopy_class() takes a dataclass, but {_name(target)} is not a dataclass")

@@ -175,19 +175,20 @@ def test_class_creation_covers_5_15_and_50_fields_in_both_scenarios(run: Run) ->
 
 def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
     targets = run.report["targets"]
-    assert [row["key"] for row in targets[:5]] == [
+    assert [row["key"] for row in targets[:6]] == [
         "method_vs_literal",
         "flat_in_tensor_size",
         "skip_fields",
         "replace_15",
         "replace_23",
+        "replace_15_frozen",
     ]
-    assert [(row["key"], row["bound"]) for row in targets[5:11]] == [
+    assert [(row["key"], row["bound"]) for row in targets[6:12]] == [
         (f"creation_{count}_{scenario}", bound)
         for count in (5, 15, 50)
         for scenario, bound in (("same", 1.10), ("new", 1.15))
     ]
-    assert [(row["key"], row["bound"], row["at_least"]) for row in targets[11:]] == [
+    assert [(row["key"], row["bound"], row["at_least"]) for row in targets[12:]] == [
         ("wire_8kb", 1.5, True),
         ("wire_261kb", 1.5, True),
         ("wire_2mb", 1.0, True),
@@ -197,13 +198,14 @@ def test_targets_are_ratios_with_a_status_that_matches_them(run: Run) -> None:
         ("wire_header_2mb", 1.0, True),
         ("wire_header_8mb", 1.0, True),
     ]
-    bounds = {row["key"]: (row["bound"], row["at_least"]) for row in targets[:5]}
+    bounds = {row["key"]: (row["bound"], row["at_least"]) for row in targets[:6]}
     assert bounds == {
         "method_vs_literal": (1.05, False),
         "flat_in_tensor_size": (1.2, False),
         "skip_fields": (1.3, False),
         "replace_15": (2.0, True),
         "replace_23": (2.0, True),
+        "replace_15_frozen": (2.0, True),
     }
     for row in targets:
         if row["ratio"] is None:
@@ -337,11 +339,11 @@ REPLACE_KEYS = [
 ]
 
 
-def test_replace_table_has_every_way_on_the_15_and_the_23_field_record(run: Run) -> None:
+def test_replace_table_has_every_way_on_the_15_and_the_23_field_record_and_a_frozen_one(run: Run) -> None:
     replace = run.report["replace"]
-    records = [("FlashAttentionMetadata", 15), ("CommonAttentionRecord", 23)]
-    assert [(row["record"], row["fields"], row["key"]) for row in replace] == [
-        (*record, key) for record in records for key in REPLACE_KEYS
+    records = [("FlashAttentionMetadata", 15), ("CommonAttentionRecord", 23), ("FrozenFlashAttentionMetadata", 15)]
+    assert [(row["record"], row["fields"], row["key"], row["frozen"]) for row in replace] == [
+        (*record, key, record[0].startswith("Frozen")) for record in records for key in REPLACE_KEYS
     ]
     for record, _ in records:
         rows = {row["key"]: row for row in replace if row["record"] == record}
@@ -356,6 +358,7 @@ def test_replace_table_has_every_way_on_the_15_and_the_23_field_record(run: Run)
                 assert 0 < row["ns"] <= row["median_ns"], key
                 assert row["ratio"] == pytest.approx(row["ns"] / rows["metakit_replace"]["ns"])
     assert "== Replace one field of CommonAttentionRecord (23 fields)" in run.stdout
+    assert "== Replace one field of FrozenFlashAttentionMetadata (15 fields)" in run.stdout
 
 
 def test_every_figure_has_its_median_and_unstable_ones_are_flagged(run: Run) -> None:

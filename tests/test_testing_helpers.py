@@ -1696,6 +1696,13 @@ def test_an_instance_given_to_assert_zerocopy_class_raises_type_error():
         assert_zerocopy_class(Metadata(True, []))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("value", [5, None, type("NotADataclass", (ZeroCopy,), {})()], ids=lambda v: type(v).__name__)
+def test_an_object_that_is_no_class_nor_dataclass_given_to_assert_zerocopy_class_is_called_no_dataclass(value):
+    # (An outside tester: it was told to use assert_zerocopy(obj), which refuses it too.)
+    with pytest.raises(TypeError, match=f"got an instance of {type(value).__name__}, which is not a dataclass$"):
+        assert_zerocopy_class(value)
+
+
 @pytest.mark.parametrize("cls", [int, ZeroCopy, type("NotADataclass", (ZeroCopy,), {})], ids=lambda c: c.__name__)
 def test_a_class_that_is_not_a_dataclass_given_to_assert_zerocopy_class_raises_type_error(cls):
     with pytest.raises(TypeError, match=f"but {cls.__qualname__} is not a dataclass"):

@@ -55,7 +55,7 @@ tensor-size sweep and the wire table are skipped.
                                         # ns: the best round; ratio: ns / ns of the metakit method
       "replace": [{"record": str, "fields": int, "key": str, "label": str, "ns": float | null,
                    "median_ns": float | null, "ratio": float | null, "unstable": bool,
-                   "note": str | null}],  # ratio: ns / ns of metakit.replace on the same record
+                   "note": str | null, "frozen": bool}],  # ratio: ns / ns of metakit.replace on the same record
       "sweep": [{"elements": int, "dataclasses_asdict_ns": float, "metakit_ns": float,
                  "dataclasses_asdict_median_ns": float, "metakit_median_ns": float,
                  "unstable": bool}] | null,

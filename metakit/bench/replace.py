@@ -4,8 +4,11 @@ The 15-field record is the subject of the call table; the 23-field one,
 ``CommonAttentionRecord``, is modelled on vLLM V1's
 ``CommonAttentionMetadata``, whose ``replace(**kwargs)`` calls
 ``dataclasses.replace`` and runs every step in its attention backends and
-speculative decoding.  Each way is checked first: it must return a new
-record that holds the very objects of the old one, the changed field apart.
+speculative decoding.  The third is the 15-field record's frozen twin, as
+vLLM's model inputs are frozen: there every way calls an ``__init__`` that
+sets each field through ``object.__setattr__``.  Each way is checked first:
+it must return a new record that holds the very objects of the old one, the
+changed field apart.
 """
 
 from __future__ import annotations
@@ -138,6 +141,8 @@ class ReplaceRow(ZeroCopy):
     """``ns`` over the best ns of ``metakit.replace`` on the same record."""
     unstable: bool
     note: str | None
+    frozen: bool = False
+    """Whether the record's class is ``frozen=True``."""
 
 
 @dataclass(frozen=True)
@@ -178,14 +183,28 @@ def _records(subject: Subject) -> list[_Record]:
     return [
         _Record(subject.record, "max_query_len", _hand_replace_15),
         _Record(make_common_attention_record(), "num_actual_tokens", _hand_replace_23),
+        _Record(frozen_twin(subject.record), "max_query_len", _hand_replace_15),
     ]
+
+
+def frozen_twin(record: Any) -> Any:
+    """A record of a ``frozen=True`` twin of *record*'s class (the same fields, in order), with the same objects."""
+    cls = type(record)
+    twin = dataclasses.make_dataclass(
+        f"Frozen{cls.__name__}",
+        [(f.name, f.type) for f in dataclasses.fields(cls)],
+        bases=(ZeroCopy,),
+        frozen=True,
+        namespace={"__module__": __name__},
+    )
+    return twin(**{name: getattr(record, name) for name in field_names(record)})
 
 
 def _namespace(entry: _Record) -> tuple[dict[str, Any], dict[str, str]]:
     """The names the statements use on *entry*'s record, and why a contender cannot run."""
     record = entry.record
     values = {name: getattr(record, name) for name in field_names(record)}
-    peers = peer_twins(type(record).__name__, values)
+    peers = peer_twins(type(record).__name__, values, frozen=type(record).__dataclass_params__.frozen)
     missing = {
         f"{'attrs_evolve' if peer == 'attrs' else 'msgspec_replace'}": why for peer, why in peers.missing.items()
     }
@@ -252,15 +271,19 @@ def measure_replace(subject: Subject, settings: Settings, progress: Progress) ->
     rows = []
     for index, entry in enumerate(entries):
         name, count = type(entry.record).__name__, len(field_names(entry.record))
+        frozen = type(entry.record).__dataclass_params__.frozen
         method = spreads[f"{index} {METHOD}"].best
         for c in _CONTENDERS:
             figure = spreads.get(f"{index} {c.key}")
             if figure is None:
-                rows.append(ReplaceRow(name, count, c.key, c.label, None, None, None, False, missing[index, c.key]))
+                note = missing[index, c.key]
+                rows.append(ReplaceRow(name, count, c.key, c.label, None, None, None, False, note, frozen))
             else:
                 ratio = figure.best / method
                 rows.append(
-                    ReplaceRow(name, count, c.key, c.label, figure.best, figure.median, ratio, figure.unstable, None)
+                    ReplaceRow(
+                        name, count, c.key, c.label, figure.best, figure.median, ratio, figure.unstable, None, frozen
+                    )
                 )
     return rows, rounds
 

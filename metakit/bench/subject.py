@@ -84,8 +84,8 @@ class Peers(NamedTuple):
     """Why a peer's record is None, by peer name."""
 
 
-def peer_twins(name: str, values: Mapping[str, Any]) -> Peers:
-    """An attrs instance and a msgspec Struct named *name* holding *values* (the very objects)."""
+def peer_twins(name: str, values: Mapping[str, Any], *, frozen: bool = False) -> Peers:
+    """An attrs instance and a msgspec Struct named *name* holding *values* (the very objects), *frozen* or not."""
     attrs_record = struct_record = None
     missing = {}
     if installed("attrs") is None:
@@ -93,11 +93,11 @@ def peer_twins(name: str, values: Mapping[str, Any]) -> Peers:
     else:
         import attrs
 
-        attrs_record = attrs.make_class(name, {key: attrs.field() for key in values})(**values)
+        attrs_record = attrs.make_class(name, {key: attrs.field() for key in values}, frozen=frozen)(**values)
     if installed("msgspec") is None:
         missing["msgspec"] = "msgspec is not installed"
     else:
         import msgspec
 
-        struct_record = msgspec.defstruct(name, [(key, Any) for key in values])(**values)
+        struct_record = msgspec.defstruct(name, [(key, Any) for key in values], frozen=frozen)(**values)
     return Peers(attrs_record, struct_record, missing)

@@ -44,20 +44,20 @@ def targets(
     ns = {row.key: row.ns for row in calls if row.ns is not None}
     method, literal, skip = ns[METHOD], ns["hand_written"], ns["metakit_skip_fields"]
     flat = sweep[-1].metakit_ns / sweep[0].metakit_ns if sweep else None
-    replaced = {(row.fields, row.key): row.ns for row in replace if row.ns is not None}
+    replaced = {(row.record, row.key): row.ns for row in replace if row.ns is not None}
     return [
         _target("method_vs_literal", "asdict_zerocopy() / hand-written dict literal method", method / literal, 1.05),
         _target("flat_in_tensor_size", "asdict_zerocopy() at 10^7 / at 10^3 tensor elements", flat, 1.2),
         _target("skip_fields", "asdict_zerocopy(2 skip_fields) / asdict_zerocopy()", skip / method, 1.3),
         *[
             _target(
-                f"replace_{count}",
-                f"dataclasses.replace / metakit.replace, {count} fields",
-                replaced[count, "dataclasses_replace"] / replaced[count, REPLACE_METHOD],
+                f"replace_{count}{'_frozen' * frozen}",
+                f"dataclasses.replace / metakit.replace, {count} fields{', frozen' * frozen}",
+                replaced[record, "dataclasses_replace"] / replaced[record, REPLACE_METHOD],
                 2.0,
                 at_least=True,
             )
-            for count in dict.fromkeys(row.fields for row in replace)
+            for record, count, frozen in dict.fromkeys((row.record, row.fields, row.frozen) for row in replace)
         ],
         *[
             _target(
