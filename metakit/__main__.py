@@ -151,7 +151,7 @@ def _run(prog: str, args: list[str]) -> int:
         stub = stubgen.module_stub(module)
     except stubgen.UNREADABLE as error:
         raise UsageError(f"cannot read the source of {arguments.module!r}: {_one_line(error)}") from None
-    except stubgen.NameClash as error:
+    except (stubgen.NameClash, stubgen.OldMypy) as error:
         raise UsageError(str(error)) from None
     try:
         path = stubgen.write_stub(stub, Path(arguments.output), module)

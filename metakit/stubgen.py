@@ -27,6 +27,7 @@ import dataclasses
 import enum
 import importlib
 import inspect
+import re
 import sys
 import traceback
 import types
@@ -76,6 +77,7 @@ from mypy.stubgen import (
 )
 from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, UnboundType, UnionType
 from mypy.util import correct_relative_import
+from mypy.version import __version__ as mypy_version
 
 from metakit._cli import ArgumentParser
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names, required_init_vars
@@ -128,7 +130,7 @@ def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
         stub = module_stub(module)
     except UNREADABLE as error:
         parser.error(f"cannot read the source of {args.module!r}: {error}")
-    except NameClash as error:
+    except (NameClash, OldMypy) as error:
         parser.error(str(error))
     print(f"wrote {write_stub(stub, Path(args.output), module)}")
     return 0
@@ -159,8 +161,23 @@ def stub_path(directory: Path, module: types.ModuleType) -> Path:
     return directory.joinpath(*parts).with_suffix(".pyi")
 
 
+class OldMypy(RuntimeError):
+    """The installed mypy is older than ``OLDEST_MYPY``: its stub generator writes dataclass fields without
+    what shapes ``__init__`` (``field(init=False)``), and takes other arguments."""
+
+
+OLDEST_MYPY: Final = (1, 15)
+"""The oldest mypy whose stub generator stubgen extends (the mypy plugin takes 1.12)."""
+
+
 def module_stub(module: types.ModuleType) -> str:
-    """The text of the stub of *module*: mypy's, of its tree with metakit's nodes added."""
+    """The text of the stub of *module*: mypy's, of its tree with metakit's nodes added.
+
+    Raises ``OldMypy`` where the installed mypy is older than ``OLDEST_MYPY``.
+    """
+    if _MYPY < OLDEST_MYPY:
+        oldest = ".".join(map(str, OLDEST_MYPY))
+        raise OldMypy(f"metakit stubgen needs mypy {oldest} or later, and mypy {mypy_version} is installed")
     try:
         source = _Source.read(module)
         _Additions(source).add()
@@ -576,7 +593,7 @@ class _Stub:
             return []
         options = Options()
         source = "class _:\n" + "".join(f"    {line}\n" for line in self.lines)
-        (body,) = parse(source, "<metakit stubgen>", None, Errors(options), options, eager=True).defs
+        (body,) = _parse(source, Errors(options), options).defs
         assert isinstance(body, ClassDef)
 
         def fill(name: str) -> str | Type:
@@ -599,7 +616,7 @@ def _type_of_value(value: Expression | None) -> str:
     """The type of a literal *value* as mypy's generator reads it, else (or with no value) ``Incomplete``."""
     if value is None:
         return "_Incomplete"
-    return ASTStubGenerator().get_str_type_of_node(value, can_be_incomplete=False) or "_Incomplete"
+    return ASTStubGenerator().get_str_type_of_node(value, **_NO_INCOMPLETE) or "_Incomplete"
 
 
 def _imported_in(func: FuncDef, module: types.ModuleType) -> dict[str, tuple[str, str]]:
@@ -815,12 +832,31 @@ def _alias_expression(expr: Expression, bound: Callable[[str], bool]) -> Express
     return None
 
 
+_MYPY: Final = tuple(int(part) for part in re.findall(r"\d+", mypy_version)[:2])
+"""mypy's version, (major, minor): some of its functions take other arguments from one version to the next,
+and may be compiled, with no signature to read."""
+
+_PARSE_ARGUMENTS: Final[dict[str, bool]] = (
+    {} if _MYPY < (2, 0) else {"eager": True, "file_exists": False} if _MYPY < (2, 2) else {"eager": True}
+)
+"""What ``parse`` takes besides the source: from 2.0 it parses function bodies only when asked (``eager``), and
+2.0 and 2.1 ask whether the source is a file's."""
+
+_NO_INCOMPLETE: Final = {"can_be_incomplete": False} if _MYPY >= (1, 17) else {"can_be_any": False}
+"""What tells ``get_str_type_of_node`` to return ``""`` for a value whose type it cannot tell."""
+
+
+def _parse(source: str, errors: Errors, options: Options) -> MypyFile:
+    """The tree that mypy's parser makes of *source*, whole."""
+    return parse(source, "<metakit stubgen>", None, errors, options, **_PARSE_ARGUMENTS)
+
+
 def _expression(text: str) -> Expression | None:
     """The expression the source *text* is, as mypy's parser reads it; ``None`` if it is none."""
     options = Options()
     errors = Errors(options)
     try:
-        (node,) = parse(f"_ = (\n{text}\n)\n", "<metakit stubgen>", None, errors, options, eager=True).defs
+        (node,) = _parse(f"_ = (\n{text}\n)\n", errors, options).defs
     except Exception:  # mypy's parser may report an error by raising
         return None
     return node.rvalue if isinstance(node, AssignmentStmt) and not errors.is_errors() else None

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from metakit import stubgen
 from metakit.stubgen import NameClash, main, module_stub, stub_path
 from tests.records import ref_names
 
@@ -441,6 +442,18 @@ def test_cli_rejects_a_module_it_cannot_import(capsys: pytest.CaptureFixture[str
         main(["no_such_module_for_stubgen"])
     assert exit_info.value.code == 2
     assert "cannot import 'no_such_module_for_stubgen'" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_mypy_older_than_its_stub_generator_needs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An outside tester: mypy 1.12 to 2.1 failed with parse()'s arguments; 1.12 to 1.14 write
+    # dataclass fields without field(init=False). Those from 1.15 on are read as they are.
+    monkeypatch.setattr(stubgen, "_MYPY", (1, 14))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["json"])
+    assert exit_info.value.code == 2
+    assert re.search(r"metakit stubgen needs mypy 1\.15 or later, and mypy \S+ is installed", capsys.readouterr().err)
 
 
 def stub_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> str:

@@ -151,5 +151,5 @@ def idiom_result_mixed_with_another_dict(meta: PagedMetadata, skip: Optional[Set
     d: Dict[str, Any] = meta.asdict_zerocopy()
     if skip:
         d = meta.asdict_zerocopy(skip_fields=skip)
-    e: Dict[str, Any] = meta.asdict_zerocopy() if flag else {}
+    e: Dict[str, Any] = meta.asdict_zerocopy() if flag else {}  # reported by mypy before 1.20
     return len(d) + len(e)
