@@ -33,7 +33,6 @@ from __future__ import annotations
 import ast
 import builtins
 import collections.abc
-import contextlib
 import re
 import sys
 import threading
@@ -399,9 +398,15 @@ def _closure_names(annotation: object) -> Mapping[str, Any]:
     names = {}
     for name, cell in cells.items():
         if name != "__classdict__" and type(cell) is types.CellType:
-            with contextlib.suppress(ValueError):  # not set yet
+            try:
                 names[name] = cell.cell_contents
+            except ValueError:  # a local never set (imported under TYPE_CHECKING): it names nothing
+                names[name] = _UNSET
     return names
+
+
+_UNSET: Final = object()
+"""A function's local that was never set, which hides a module's name as Python's lookup would."""
 
 
 def spec_of(annotation: object, read: Reader | None = None) -> _Spec:
@@ -737,6 +742,8 @@ class _Parser:
                 value = namespace[first]
                 break
         else:
+            raise _Unresolved(first)
+        if value is _UNSET:
             raise _Unresolved(first)
         for part in rest:
             attributes = _attributes(value)

@@ -451,12 +451,36 @@ class _Codec:
         return self._builder  # type: ignore[return-value]
 
 
+_TYPE_CALL: Final[Any] = type.__call__
+_OBJECT_NEW: Final[Any] = object.__new__
+
 if sys.version_info >= (3, 14):
     import annotationlib
 
     def _signature(cls: type) -> inspect.Signature:
-        # Never evaluate the annotations: a name may exist only for type checkers.
-        return inspect.signature(cls, annotation_format=annotationlib.Format.FORWARDREF)
+        """The signature of *cls*, with no annotation evaluated: the parameters are wanted, not their types.
+
+        ``inspect.signature`` asks a function's ``__annotate__`` in any format,
+        which runs it for real at least once (3.14 tries ``VALUE`` first, or
+        checks that ``VALUE_WITH_FAKE_GLOBALS`` works): a module's lazy
+        ``__getattr__``, or any code an annotation holds, would run.  So where
+        calling *cls* runs a plain function's ``__init__``, its signature is
+        read from a copy of that function without annotations.
+        """
+        init = getattr(cls, "__init__")  # noqa: B009  # what mypy would call unsound on an instance
+        if (
+            type(init) is types.FunctionType
+            and type(cls).__call__ is _TYPE_CALL
+            and cls.__new__ is _OBJECT_NEW
+            and not hasattr(init, "__wrapped__")
+            and "__signature__" not in init.__dict__
+            and not hasattr(cls, "__signature__")
+        ):
+            bare = types.FunctionType(init.__code__, {}, init.__name__, init.__defaults__, init.__closure__)
+            bare.__kwdefaults__ = init.__kwdefaults__
+            signature = inspect.signature(bare)
+            return signature.replace(parameters=list(signature.parameters.values())[1:])
+        return inspect.signature(cls, annotation_format=annotationlib.Format.STRING)
 
 else:
 

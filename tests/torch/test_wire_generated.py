@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import re
 import sys
+import types
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import (  # noqa: UP035
@@ -814,6 +815,32 @@ if sys.version_info >= (3, 14):  # deferred annotations (the torch tests run on 
         with pytest.raises(TypeError, match=r"got `str` - at `\$\.kids\[0\]`"):
             wire.pack(parent(local("a"), ["b"]))
 
+    def test_a_deferred_annotation_naming_a_local_never_set_takes_any_value() -> None:
+        # (Found by an outside tester: the module's object of that name was taken, as if Python
+        # looked past the function's own name, which it does not: it raises NameError.)
+        module = types.ModuleType("metakit_unset_local")
+        module.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, Handle=str)  # the module's Handle
+        source = (
+            "def make(typing_only=False):\n"
+            "    if typing_only:\n"
+            "        from engine.kernels import Handle\n"
+            "    @dataclass\n"
+            "    class Meta(ZeroCopy):\n"
+            "        handle: Handle | None = None\n"
+            "        handles: list[Handle] | None = None\n"
+            "    return Meta\n"
+        )
+        sys.modules[module.__name__] = module
+        try:
+            exec(compile(source, "<deferred>", "exec", dont_inherit=True), module.__dict__)  # no __future__
+            meta = module.make()
+            for good in (meta(12345), meta(None, [1, "a"])):
+                assert wire.unpack(*wire.pack(good)) == good
+            with pytest.raises(TypeError, match=r"got `str` - at `\$\.handles`"):
+                wire.pack(meta(None, "a"))  # the rest of the annotation is still checked
+        finally:
+            del sys.modules[module.__name__]
+
 
 def test_a_field_annotated_never_takes_no_value() -> None:
     never = make_dataclass("Never", [("x", NoReturn)], bases=(ZeroCopy,))
@@ -825,3 +852,39 @@ def test_a_protocol_a_callable_and_object_take_any_value_that_travels() -> None:
     record = Loose("x", 1, [None])
     assert wire.unpack(*wire.pack(record)) == record
     assert wire.unpack(*wire.pack(Loose(2.5, {"a": b""}, "y"))) == Loose(2.5, {"a": b""}, "y")
+
+
+def test_sending_and_receiving_a_record_runs_no_code_of_its_annotations() -> None:
+    # Found by an outside tester on 3.14, where annotations are deferred: reading the signature
+    # of a class's __init__ evaluated them for real, so a module's lazy __getattr__ (which may
+    # import) and the metadata of Annotated ran on the first record sent. The module here has
+    # no ``from __future__ import annotations``: on 3.10 to 3.13 they run when the class is made.
+    ran: list[object] = []
+    lazy = types.ModuleType("metakit_lazy_annotations")
+
+    def module_getattr(name: str) -> object:
+        ran.append(name)
+        if name == "Thing":
+            return int
+        raise AttributeError(name)
+
+    lazy.__getattr__ = module_getattr  # type: ignore[method-assign]
+    module = types.ModuleType("metakit_annotated_lazily")
+    module.__dict__.update(dataclass=dataclass, ZeroCopy=ZeroCopy, Annotated=Annotated, lazy=lazy, ran=ran)
+    unresolved = "list[Unresolved] | None" if sys.version_info >= (3, 14) else "'list[Unresolved] | None'"
+    source = (
+        "@dataclass\n"
+        "class Lazily(ZeroCopy):\n"
+        "    a: lazy.Thing\n"
+        "    b: Annotated[int, ran.append('metadata')] = 0\n"
+        f"    c: {unresolved} = None  # a name imported only for type checkers\n"
+    )
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(source, "<lazily>", "exec", dont_inherit=True), module.__dict__)  # no future import
+        record = module.Lazily(7)
+        ran.clear()
+        assert wire.unpack(*wire.pack(record)) == record
+        assert ran == []
+    finally:
+        del sys.modules[module.__name__]
