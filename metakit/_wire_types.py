@@ -460,6 +460,25 @@ class _Reading:
         slot.append(spec)
         return spec
 
+    def literal_values(self, arguments: tuple[object, ...]) -> tuple[object, ...]:
+        """The values of ``Literal[*arguments]``: ``typing`` puts a nested ``Literal``'s in its place, but not
+        those of an alias of one that a ``type`` statement or ``TypeAliasType`` made."""
+        values: list[object] = []
+        for argument in arguments:
+            if isinstance(argument, self.aliases) and argument not in self.texts:
+                self.texts[argument] = ([], self.containers)  # an alias that names itself adds nothing
+                try:
+                    value = argument.__value__  # type: ignore[attr-defined]
+                    if typing.get_origin(value) is typing.Literal or isinstance(value, self.aliases):
+                        values += self.literal_values((value,) if isinstance(value, self.aliases) else value.__args__)
+                        continue
+                except Exception:  # its value names what is imported only under TYPE_CHECKING
+                    pass
+                finally:
+                    del self.texts[argument]
+            values.append(argument)
+        return tuple(values)
+
     def item(self, annotation: object) -> _Spec:
         """The spec of what a container holds."""
         self.containers += 1
@@ -488,7 +507,7 @@ class _Reading:
         if origin is typing.Union or origin is types.UnionType:
             return _union([spec_of(argument) for argument in arguments])
         if origin is typing.Literal:
-            return _literal(arguments)
+            return _literal(self.literal_values(arguments))
         if isinstance(annotation, typing.NewType):
             return spec_of(annotation.__supertype__)
         if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006

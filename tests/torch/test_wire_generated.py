@@ -529,6 +529,9 @@ def test_a_record_that_holds_itself_is_refused_in_one_short_sentence() -> None:
 UserId = NewType("UserId", int)
 
 
+OneOrTwo = typing_extensions.TypeAliasType("OneOrTwo", Literal[1, 2])
+
+
 class Point(TypedDict):
     x: int
 
@@ -562,6 +565,7 @@ _ANNOTATED: list[tuple[object, object, object]] = [
     (Literal[b"\x00"], b"\x00", b"\\x00"),
     (Literal["on"], "on", "off"),  # as text below, ``u'on'``: the check was off (an outside tester)
     (Literal[Literal[1, 2], 3], 3, "x"),  # noqa: RUF041  # nested, as text: the check was off (an outside tester)
+    (Literal[OneOrTwo, 3], 1, 4),  # an alias's values: they were refused (an outside tester)
 ]
 _ANY_VALUE: list[object] = [Shaped, Callable[[int], int], object]
 
@@ -593,6 +597,7 @@ class Written(ZeroCopy):
     pad: Literal[b"\x00"] = b"\x00"
     switch: Literal[u"on"] = "on"  # noqa: UP025  # fmt: skip
     nested: Literal[Literal[1, 2], 3] = 3  # noqa: RUF041  # nested, on purpose
+    aliased: Literal[OneOrTwo, 3] = 1
 
 
 Built = make_dataclass(
