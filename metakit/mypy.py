@@ -834,8 +834,9 @@ def _fields(receiver: Instance) -> tuple[dict[str, Type], set[str]] | None:
         if declared is None:
             return None
         info, typ = declared
-        if _is_kw_only_marker(typ):
-            continue
+        node = info.names[name].node
+        if _is_kw_only_marker(typ) or (isinstance(node, Var) and node.is_classvar):
+            continue  # a ClassVar that replaces an inherited field: no field at run time
         key = _mangled(info, name)
         names.add(key)
         status = _omit_status(owner, name)

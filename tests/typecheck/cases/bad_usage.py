@@ -1,7 +1,7 @@
 """Bad usage: mypy must report an error on each line commented "E: why", and on no other."""
 
 from dataclasses import dataclass
-from typing import Any, Dict, Literal, Optional, Set, TypeVar, Union
+from typing import Any, ClassVar, Dict, Literal, Optional, Set, TypeVar, Union
 
 from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
 from engine_models import Box, Direct, IntBox
@@ -184,3 +184,21 @@ def a_plain_result_rebound_to_one_that_may_lack_keys(meta: FlashInferMetadata, s
     d = meta.asdict_zerocopy()
     d = meta.asdict_zerocopy(skip_fields=skip)  # E: its keys may be gone (README Limits: annotate d)
     return len(d)
+
+
+@dataclass
+class _Paged(metakit.ZeroCopy):
+    num_pages: int = 0
+    page_size: int = 16
+
+
+@dataclass
+class _FixedPages(_Paged):
+    page_size: ClassVar[int] = 32  # type: ignore[misc]  # a field made a ClassVar: no field at run time
+
+
+def a_field_that_a_subclass_makes_a_classvar_is_no_key(meta: _FixedPages) -> None:
+    # (An outside tester: the plugin kept it, where stubgen did not.)
+    meta.asdict_zerocopy()["page_size"]  # E: a ClassVar in this class
+    meta.asdict_zerocopy(skip_fields={"page_size"})  # E: not a field of this class
+    meta.astuple_zerocopy()[1]  # E: one field only
