@@ -383,6 +383,11 @@ class _Additions:
                 f"def {ASDICT}(self, skip_fields: None = None) -> {prefix}{cls.__name__}Dict{args}: ...",
                 "@_overload",
                 f"def {ASDICT}(self, skip_fields: {_SKIP_FIELDS}) -> {prefix}{cls.__name__}PartialDict{args}: ...",
+                # Either, for a Protocol or a Callable that takes an Optional[Set[str]] (as vLLM's
+                # signature does): a method matches one of those through a single overload.
+                "@_overload",
+                f"def {ASDICT}(self, skip_fields: {_SKIP_FIELDS} | None = None)"
+                f" -> {prefix}{cls.__name__}Dict{args} | {prefix}{cls.__name__}PartialDict{args}: ...",
             ]
         if _generated(cls, ASTUPLE):
             items = [stub.typed(self._field_type(cls, name)) for name in included_names(cls)]

@@ -347,6 +347,8 @@ def test_methods_are_overloaded_and_exact(stub: str) -> None:
         "@_overload\ndef asdict_zerocopy(self, skip_fields: None=None) -> FlashInferMetadataDict:\n    ...",
         "@_overload\ndef asdict_zerocopy(self, skip_fields: _Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str])"
         " -> FlashInferMetadataPartialDict:\n    ...",
+        "@_overload\ndef asdict_zerocopy(self, skip_fields: _Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str]"
+        " | None=None) -> FlashInferMetadataDict | FlashInferMetadataPartialDict:\n    ...",
     ]
     # every field that __init__ takes, by keyword; the InitVar as the type it takes.
     assert flash["__replace__"] == [

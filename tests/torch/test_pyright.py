@@ -18,7 +18,7 @@ from metakit.stubgen import main
 STUBS = Path(__file__).parents[2] / "stubs"
 
 GOOD = """
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Set
 
 import torch
 from typing_extensions import assert_type
@@ -28,6 +28,7 @@ from metakit.examples.engine import (
     AttentionMetadataDict,
     FlashInferMetadata,
     FlashInferMetadataDict,
+    FlashInferMetadataPartialDict,
     make_flashinfer_metadata,
 )
 
@@ -58,6 +59,18 @@ assert_type(skipped.get("block_tables"), torch.Tensor | None)
 broadcast(metakit.asdict_zerocopy(meta))  # the function form is a dict[str, Any] for pyright
 assert_type(meta.__replace__(page_size=32), FlashInferMetadata)
 assert_type(metakit.replace(meta, page_size=32), FlashInferMetadata)
+
+
+class SupportsAsdict(Protocol):  # vLLM's signature of the method (an outside tester)
+    def asdict_zerocopy(self, skip_fields: Optional[Set[str]] = None) -> Mapping[str, Any]: ...
+
+
+def send(record: SupportsAsdict, convert: Callable[[Optional[Set[str]]], Mapping[str, Any]]) -> None: ...
+
+
+def sometimes(skip: Optional[Set[str]]) -> None:
+    send(meta, meta.asdict_zerocopy)
+    assert_type(meta.asdict_zerocopy(skip), FlashInferMetadataDict | FlashInferMetadataPartialDict)
 """
 
 BAD = {
