@@ -552,22 +552,23 @@ class _Reading:
 # the text's and triggers no lazy import.
 
 _TOKEN: Final = re.compile(
-    r"""\s*(?:
+    r"""(?:\s|\\\n)*(?:
         (\#[^\n]*)
       | (\.\.\.)
       | ((?:[rRuU]|[bB][rR]?|[rR][bB])?
          (?:'''(?:[^\\]|\\.)*?'''|\"\"\"(?:[^\\]|\\.)*?\"\"\"|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"))
-      | ([^\W\d][\w.]*(?![\w.'"]))
-      | ([-+~]?(?:0[xX][\da-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|\d[\d_]*)(?![\w.]))
+      | ([^\W\d][\w.]*)
+      | ([-+~]?\d\w*)
       | ([\[\](),|])
       | (\S)
     )""",
     re.VERBOSE,
 )
 """The parser's tokens, by kind (``_KINDS``), as Python's tokenizer reads them.  An ``other`` token may
-appear only in ``Annotated``'s metadata; comments are dropped.  A string token is any string or bytes
-literal: in ``from __future__ import annotations``, as ``ast.unparse`` writes it; in an annotation written as
-text, as written there."""
+appear only in ``Annotated``'s metadata; comments and line continuations are dropped.  A string token is any
+string or bytes literal: in ``from __future__ import annotations``, as ``ast.unparse`` writes it; in an
+annotation written as text, as written there.  A number token is all the word characters after its first
+digit, whose text ``_number`` reads or refuses; no token backtracks, so a long one costs its length once."""
 _KINDS: Final = ("comment", "ellipsis", "string", "name", "number", "punctuation", "other")
 
 
@@ -660,6 +661,8 @@ class _Parser:
         if self.peek() == "[" and value is typing.Annotated:
             self.take()
             annotated = self.expr()
+            if self.take()[1] != ",":  # text the parser stopped short in (``int if x else str``)
+                raise _Unresolved("Annotated without metadata")
             self.skip_to_bracket()  # the metadata: any text the tokens read, never looked up
             return annotated
         if self.peek() == "[":
@@ -695,6 +698,11 @@ class _Parser:
             return self.string(text)
         if kind == "number":
             return _number(text)
+        if text == "(":
+            value = self.literal()
+            if self.take()[1] != ")":
+                raise _Unresolved("unbalanced brackets")
+            return value
         if kind != "name":
             raise _Unresolved(text)
         if text in _LITERAL_NAMES:

@@ -834,9 +834,8 @@ def _fields(receiver: Instance) -> tuple[dict[str, Type], set[str]] | None:
         if declared is None:
             return None
         info, typ = declared
-        node = info.names[name].node
-        if _is_kw_only_marker(typ) or (isinstance(node, Var) and node.is_classvar):
-            continue  # a ClassVar that replaces an inherited field: no field at run time
+        if _is_kw_only_marker(typ) or _made_class_var(owner, name):
+            continue
         key = _mangled(info, name)
         names.add(key)
         status = _omit_status(owner, name)
@@ -929,6 +928,16 @@ def _declared_type(owner: TypeInfo, name: str) -> tuple[TypeInfo, Type] | None:
         if sym is not None and isinstance(sym.node, Var) and (not sym.node.is_inferred or sym.node.is_final):
             return None if sym.node.type is None else (info, sym.node.type)
     return None
+
+
+def _made_class_var(owner: TypeInfo, name: str) -> bool:
+    """Whether the class nearest *owner* that declares *name* declares it a ``ClassVar`` (bare or not): then a
+    field inherited under that name is none at run time, though mypy's dataclass support keeps it."""
+    for info in owner.mro:
+        sym = info.names.get(name)
+        if sym is not None and isinstance(sym.node, Var):
+            return sym.node.is_classvar
+    return False
 
 
 def _field_type(receiver: Instance, info: TypeInfo, typ: Type) -> Type:

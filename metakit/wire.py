@@ -458,29 +458,50 @@ if sys.version_info >= (3, 14):
     import annotationlib
 
     def _signature(cls: type) -> inspect.Signature:
-        """The signature of *cls*, with no annotation evaluated: the parameters are wanted, not their types.
+        """The signature of *cls*, with no annotation evaluated where that can be: the parameters are wanted,
+        not their types.
 
-        ``inspect.signature`` asks a function's ``__annotate__`` in any format,
-        which runs it for real at least once (3.14 tries ``VALUE`` first, or
-        checks that ``VALUE_WITH_FAKE_GLOBALS`` works): a module's lazy
-        ``__getattr__``, or any code an annotation holds, would run.  So where
-        calling *cls* runs a plain function's ``__init__``, its signature is
-        read from a copy of that function without annotations.
+        ``inspect.signature`` asks a function's ``__annotate__``, which in any
+        format may run it for real (3.14 tries ``VALUE`` first, or checks that
+        ``VALUE_WITH_FAKE_GLOBALS`` works): a module's lazy ``__getattr__``, or
+        any code an annotation holds, would run.  So where calling *cls* runs a
+        plain function, its ``__new__`` or ``__init__`` as ``inspect`` picks it
+        (through ``functools.wraps`` wrappers too), the signature is read from
+        a copy of that function without annotations.  Otherwise ``FORWARDREF``,
+        which takes the annotations that ``dataclasses`` evaluated, where it could.
         """
-        init = getattr(cls, "__init__")  # noqa: B009  # what mypy would call unsound on an instance
-        if (
-            type(init) is types.FunctionType
-            and type(cls).__call__ is _TYPE_CALL
-            and cls.__new__ is _OBJECT_NEW
-            and not hasattr(init, "__wrapped__")
-            and "__signature__" not in init.__dict__
-            and not hasattr(cls, "__signature__")
-        ):
-            bare = types.FunctionType(init.__code__, {}, init.__name__, init.__defaults__, init.__closure__)
-            bare.__kwdefaults__ = init.__kwdefaults__
-            signature = inspect.signature(bare)
-            return signature.replace(parameters=list(signature.parameters.values())[1:])
-        return inspect.signature(cls, annotation_format=annotationlib.Format.STRING)
+        if type(cls).__call__ is _TYPE_CALL and not hasattr(cls, "__signature__"):
+            function = inspect.unwrap(_constructor(cls), stop=lambda f: hasattr(f, "__signature__"))
+            if type(function) is types.FunctionType and not (
+                hasattr(function, "__signature__") or hasattr(function, "__partialmethod__")
+            ):
+                bare = types.FunctionType(
+                    function.__code__, {}, function.__name__, function.__defaults__, function.__closure__
+                )
+                bare.__kwdefaults__ = function.__kwdefaults__
+                return _bound(inspect.signature(bare))
+        return inspect.signature(cls, annotation_format=annotationlib.Format.FORWARDREF)
+
+    def _bound(signature: inspect.Signature) -> inspect.Signature:
+        """*signature* less the parameter that takes the class or the instance, as ``inspect`` drops it."""
+        parameters = list(signature.parameters.values())
+        if not parameters or parameters[0].kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            raise ValueError("invalid method signature")
+        if parameters[0].kind is not inspect.Parameter.VAR_POSITIONAL:  # ``(*args)`` takes it in its stride
+            del parameters[0]
+        return signature.replace(parameters=parameters)
+
+    def _constructor(cls: type) -> Callable[..., Any]:
+        """What ``inspect`` reads the signature of *cls* from: the ``__new__`` or ``__init__`` of the first class
+        in its MRO that defines one that is not ``object``'s."""
+        new: Callable[..., Any] = cls.__new__
+        init: Callable[..., Any] = getattr(cls, "__init__")  # noqa: B009  # mypy: unsound on an instance
+        for base in cls.__mro__[:-1]:
+            if new is not _OBJECT_NEW and "__new__" in base.__dict__:
+                return new
+            if "__init__" in base.__dict__:
+                return init
+        return init
 
 else:
 

@@ -197,6 +197,16 @@ class _FixedPages(_Paged):
     page_size: ClassVar[int] = 32  # type: ignore[misc]  # a field made a ClassVar: no field at run time
 
 
+@dataclass
+class _FixedCount(_Paged):
+    num_pages: ClassVar = 8  # type: ignore[misc]  # the same, bare
+
+
+def a_field_that_a_subclass_makes_a_bare_classvar_is_no_key(meta: _FixedCount) -> None:
+    meta.asdict_zerocopy()["num_pages"]  # E: a bare ClassVar in this class
+    meta.asdict_zerocopy(skip_fields={"num_pages"})  # E: not a field of this class
+
+
 def a_field_that_a_subclass_makes_a_classvar_is_no_key(meta: _FixedPages) -> None:
     # (An outside tester: the plugin kept it, where stubgen did not.)
     meta.asdict_zerocopy()["page_size"]  # E: a ClassVar in this class
