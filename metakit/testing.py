@@ -912,9 +912,11 @@ class _Checker:
     # --- calling ------------------------------------------------------------------
 
     def _call(self, form: _Form, call: str, *positional: Any, **arguments: Any) -> Any:
+        """What *form* returns, called so; it fails on what it raises, and on a change to the instance's fields
+        (which would be blamed on the code checked after it)."""
         __tracebackhide__ = True
         try:
-            return form.function(*positional, **arguments)
+            result = form.function(*positional, **arguments)
         except Exception as error:
             if not self.bare:
                 self.fail(form.role, call, f"raised {describe(error)}", error)
@@ -922,6 +924,14 @@ class _Checker:
             raise _RaisedOnSentinels(
                 f"{_name(self.cls)}: {form.role}: {call} raised {describe(error)}{_BARE_HINT}{notes}"
             ) from error
+        changed = [name for name in self.every if not self.same(name, self._read(name))]
+        if changed:
+            self.fail(
+                form.role,
+                call,
+                f"changed the instance's field {changed[0]!r}: a conversion must leave the record as it was",
+            )
+        return result
 
 
 class _RaisedOnSentinels(AssertionError):

@@ -486,6 +486,26 @@ def test_testing_helper_reports_mutating_override():
     assert "override" in msg
 
 
+@pytest.mark.parametrize("check", ["instance", "class"])
+def test_an_override_that_changes_a_field_it_leaves_out_is_blamed_for_it(check):
+    # (An outside tester: the astuple check of the generated code, run after it, was blamed.)
+    @dataclass
+    class DecodeMeta(ZeroCopy):
+        num_decode_tokens: int = 0
+        decode_wrapper: object = None
+
+        def asdict_zerocopy(self, skip_fields=None):
+            self.decode_wrapper = None
+            return super().asdict_zerocopy({"decode_wrapper", *(skip_fields or ())})
+
+    message = (
+        r"^DecodeMeta: the override DecodeMeta\.asdict_zerocopy: obj\.asdict_zerocopy\(\) changed the instance's"
+        r" field 'decode_wrapper': a conversion must leave the record as it was$"
+    )
+    with pytest.raises(AssertionError, match=message):
+        assert_zerocopy(DecodeMeta(3, object())) if check == "instance" else assert_zerocopy_class(DecodeMeta)
+
+
 def test_instance_to_generated_source_and_assert_zerocopy_class():
     # DESIGN: "Classes passed where instances belong" get a clear TypeError, and (README) so do
     # instances passed where classes belong: generated_source(cls), assert_zerocopy_class(cls)
