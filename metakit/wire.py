@@ -170,6 +170,7 @@ _TENSOR_DTYPE_NAMES: Final = (
     "bits4x2",
     *(f"int{bits}" for bits in range(1, 8)),
     *(f"uint{bits}" for bits in range(1, 8)),
+    "bcomplex32",
 )
 """The dtypes a tensor may have on the wire, by their code (the index); never reordered, only added to.
 
