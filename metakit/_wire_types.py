@@ -460,22 +460,26 @@ class _Reading:
         slot.append(spec)
         return spec
 
-    def literal_values(self, arguments: tuple[object, ...]) -> tuple[object, ...]:
+    def literal_values(self, arguments: tuple[object, ...]) -> tuple[object, ...] | None:
         """The values of ``Literal[*arguments]``: ``typing`` puts a nested ``Literal``'s in its place, but not
-        those of an alias of one that a ``type`` statement or ``TypeAliasType`` made."""
+        those of an alias of one that a ``type`` statement or ``TypeAliasType`` made.  ``None`` where such an
+        alias's value does not resolve (it names what is imported only under ``TYPE_CHECKING``)."""
         values: list[object] = []
         for argument in arguments:
             if isinstance(argument, self.aliases) and argument not in self.texts:
                 self.texts[argument] = ([], self.containers)  # an alias that names itself adds nothing
                 try:
                     value = argument.__value__  # type: ignore[attr-defined]
-                    if typing.get_origin(value) is typing.Literal or isinstance(value, self.aliases):
-                        values += self.literal_values((value,) if isinstance(value, self.aliases) else value.__args__)
-                        continue
-                except Exception:  # its value names what is imported only under TYPE_CHECKING
-                    pass
+                except Exception:
+                    return None
                 finally:
                     del self.texts[argument]
+                if typing.get_origin(value) is typing.Literal or isinstance(value, self.aliases):
+                    inner = self.literal_values((value,) if isinstance(value, self.aliases) else value.__args__)
+                    if inner is None:
+                        return None
+                    values += inner
+                    continue
             values.append(argument)
         return tuple(values)
 
@@ -507,7 +511,8 @@ class _Reading:
         if origin is typing.Union or origin is types.UnionType:
             return _union([spec_of(argument) for argument in arguments])
         if origin is typing.Literal:
-            return _literal(self.literal_values(arguments))
+            values = self.literal_values(arguments)
+            return _ANY_SPEC if values is None else _literal(values)
         if isinstance(annotation, typing.NewType):
             return spec_of(annotation.__supertype__)
         if origin in _LISTS or annotation in _LISTS or annotation is typing.List:  # noqa: UP006
@@ -553,10 +558,12 @@ class _Reading:
 
 _TOKEN: Final = re.compile(
     r"""(?:\s|\\\n)*(?:
-        (\#[^\n]*)
+        (\#[^\r\n]*)
       | (\.\.\.)
       | ((?:[rRuU]|[bB][rR]?|[rR][bB])?
-         (?:'''(?:[^\\]|\\.)*?'''|\"\"\"(?:[^\\]|\\.)*?\"\"\"|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"))
+         (?:'''(?:[^\\]|\\[\s\S])*?'''|\"\"\"(?:[^\\]|\\[\s\S])*?\"\"\"
+         |'(?:[^'\\\r\n]|\\[\s\S])*'|"(?:[^"\\\r\n]|\\[\s\S])*"))
+      | ((?:[rRuU]|[bB][rR]?|[rR][bB])?['"])
       | ([^\W\d][\w.]*)
       | ([-+~]?\d\w*)
       | ([\[\](),|])
@@ -565,11 +572,12 @@ _TOKEN: Final = re.compile(
     re.VERBOSE,
 )
 """The parser's tokens, by kind (``_KINDS``), as Python's tokenizer reads them.  An ``other`` token may
-appear only in ``Annotated``'s metadata; comments and line continuations are dropped.  A string token is any
+appear only in ``Annotated``'s metadata; comments and line continuations are dropped; a quote that starts no
+string that ends is ``unterminated``: text Python cannot read, given up at once.  A string token is any
 string or bytes literal: in ``from __future__ import annotations``, as ``ast.unparse`` writes it; in an
 annotation written as text, as written there.  A number token is all the word characters after its first
 digit, whose text ``_number`` reads or refuses; no token backtracks, so a long one costs its length once."""
-_KINDS: Final = ("comment", "ellipsis", "string", "name", "number", "punctuation", "other")
+_KINDS: Final = ("comment", "ellipsis", "string", "unterminated", "name", "number", "punctuation", "other")
 
 
 _LITERAL_NAMES: Final[dict[str, object]] = {"True": True, "False": False, "None": None}
@@ -604,11 +612,14 @@ class _Parser:
     def __init__(self, text: str, namespaces: tuple[Mapping[str, Any], ...]) -> None:
         self.tokens: list[tuple[str, str]] = []
         position = 0
-        while position < len(text.rstrip()):
+        end = len(text.rstrip())
+        while position < end:
             match = _TOKEN.match(text, position)
             if match is None:
                 raise _Unresolved(text)
             kind = next(kind for kind, group in zip(_KINDS, match.groups(), strict=True) if group is not None)
+            if kind == "unterminated":
+                raise _Unresolved("a string that does not end")
             if kind != "comment":
                 self.tokens.append((kind, match.group(_KINDS.index(kind) + 1)))
             position = match.end()

@@ -931,9 +931,12 @@ def _declared_type(owner: TypeInfo, name: str) -> tuple[TypeInfo, Type] | None:
 
 
 def _made_class_var(owner: TypeInfo, name: str) -> bool:
-    """Whether the class nearest *owner* that declares *name* declares it a ``ClassVar`` (bare or not): then a
-    field inherited under that name is none at run time, though mypy's dataclass support keeps it."""
+    """Whether the dataclass nearest *owner* that declares *name* declares it a ``ClassVar`` (bare or not):
+    then a field inherited under that name is none at run time, though mypy's dataclass support keeps it.
+    (``dataclasses`` reads the annotations of dataclasses only.)"""
     for info in owner.mro:
+        if "dataclass" not in info.metadata:
+            continue
         sym = info.names.get(name)
         if sym is not None and isinstance(sym.node, Var):
             return sym.node.is_classvar

@@ -471,8 +471,13 @@ if sys.version_info >= (3, 14):
         a copy of that function without annotations.  Otherwise ``FORWARDREF``,
         which takes the annotations that ``dataclasses`` evaluated, where it could.
         """
-        if type(cls).__call__ is _TYPE_CALL and not hasattr(cls, "__signature__"):
-            function = inspect.unwrap(_constructor(cls), stop=lambda f: hasattr(f, "__signature__"))
+        constructor = _constructor(cls)
+        if (
+            type(cls).__call__ is _TYPE_CALL
+            and type(constructor) is types.FunctionType
+            and not hasattr(cls, "__signature__")
+        ):
+            function = inspect.unwrap(constructor, stop=lambda f: hasattr(f, "__signature__"))
             if type(function) is types.FunctionType and not (
                 hasattr(function, "__signature__") or hasattr(function, "__partialmethod__")
             ):
@@ -492,17 +497,17 @@ if sys.version_info >= (3, 14):
             del parameters[0]
         return signature.replace(parameters=parameters)
 
-    def _constructor(cls: type) -> Callable[..., Any]:
-        """What ``inspect`` reads the signature of *cls* from: the ``__new__`` or ``__init__`` of the first class
-        in its MRO that defines one that is not ``object``'s."""
-        new: Callable[..., Any] = cls.__new__
-        init: Callable[..., Any] = getattr(cls, "__init__")  # noqa: B009  # mypy: unsound on an instance
+    def _constructor(cls: type) -> object:
+        """What ``inspect`` reads the signature of *cls* from, as the class holds it: the ``__new__`` or the
+        ``__init__`` of the first class in its MRO that defines one that is not ``object``'s (an ``__init__``
+        as its class's dict holds it: a ``staticmethod`` takes no instance to drop)."""
+        new = cls.__new__
         for base in cls.__mro__[:-1]:
             if new is not _OBJECT_NEW and "__new__" in base.__dict__:
                 return new
             if "__init__" in base.__dict__:
-                return init
-        return init
+                return base.__dict__["__init__"]
+        return None
 
 else:
 

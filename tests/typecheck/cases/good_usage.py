@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict, TypeVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypedDict, TypeVar
 
 from engine_base import AttentionMetadata, FlashInferMetadata, Tensor
 from engine_models import (
@@ -257,3 +258,23 @@ def forwarding_wrappers(meta: FlashInferMetadata, *args: Any, **changes: Any) ->
     assert_type(metakit.astuple_zerocopy(*args), tuple[Any, ...])
     metakit.replace(*args, **changes)
     metakit.replace(*[meta])
+
+
+@dataclass
+class _PagedLayout(metakit.ZeroCopy):
+    num_pages: int = 0
+    page_size: int = 16
+
+
+class _FixedPageSize(_PagedLayout):  # a plain class: dataclasses never reads its annotations
+    page_size: ClassVar[int] = 32  # type: ignore[misc]
+
+
+@dataclass
+class _FixedPaged(_FixedPageSize):
+    extra: int = 0
+
+
+def a_classvar_in_a_plain_class_between_leaves_the_field(meta: _FixedPaged) -> int:
+    # (An outside tester: the plugin dropped the field, which fields() still holds.)
+    return meta.asdict_zerocopy()["page_size"] + len(meta.asdict_zerocopy(skip_fields={"page_size"}))
