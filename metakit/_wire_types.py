@@ -651,6 +651,11 @@ class _Parser:
             value += more  # type: ignore[operator]
         return value
 
+    def expect(self, closing: str) -> None:
+        """Take the token *closing*, which ends the brackets open here."""
+        if self.take()[1] != closing:
+            raise _Unresolved("unbalanced brackets")
+
     def take(self) -> tuple[str, str]:
         if self.next >= len(self.tokens):
             raise _Unresolved("cut short")
@@ -683,8 +688,7 @@ class _Parser:
                 self.take()
                 if self.peek() != "]":
                     arguments.append(self.expr())
-            if self.take()[1] != "]":
-                raise _Unresolved("unbalanced brackets")
+            self.expect("]")
             if value is not Any:  # a name not found here, subscripted: still any value
                 value = value[arguments[0] if len(arguments) == 1 else tuple(arguments)]  # type: ignore[index]
         return value
@@ -697,8 +701,7 @@ class _Parser:
             if self.peek() == "]":
                 break
             items.append(item())
-        if self.take()[1] != "]":
-            raise _Unresolved("unbalanced brackets")
+        self.expect("]")
         return items
 
     def literal(self) -> object:
@@ -711,8 +714,7 @@ class _Parser:
             return _number(text)
         if text == "(":
             value = self.literal()
-            if self.take()[1] != ")":
-                raise _Unresolved("unbalanced brackets")
+            self.expect(")")
             return value
         if kind != "name":
             raise _Unresolved(text)
@@ -761,8 +763,7 @@ class _Parser:
                 self.take()
                 return ()
             value = self.expr()
-            if self.take()[1] != ")":
-                raise _Unresolved("unbalanced brackets")
+            self.expect(")")
             return value
         if kind != "name":
             raise _Unresolved(text)
