@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections.abc
+import keyword
 import re
 import sys
 import threading
@@ -557,15 +558,15 @@ class _Reading:
 # the text's and triggers no lazy import.
 
 _TOKEN: Final = re.compile(
-    r"""(?:\s|\\\n)*(?:
+    r"""(?:[\ \t\f\r\n]|\\\n)*(?:
         (\#[^\r\n]*)
       | (\.\.\.)
       | ((?:[rRuU]|[bB][rR]?|[rR][bB])?
          (?:'''(?:[^\\]|\\[\s\S])*?'''|\"\"\"(?:[^\\]|\\[\s\S])*?\"\"\"
-         |'(?:[^'\\\r\n]|\\[\s\S])*'|"(?:[^"\\\r\n]|\\[\s\S])*"))
+         |'(?!'')(?:[^'\\\r\n]|\\[\s\S])*'|"(?!"")(?:[^"\\\r\n]|\\[\s\S])*"))
       | ((?:[rRuU]|[bB][rR]?|[rR][bB])?['"])
       | ([^\W\d][\w.]*)
-      | ([-+~]?\d\w*)
+      | ([-+~]?[0-9]\w*)
       | ([\[\](),|])
       | (\S)
     )""",
@@ -581,10 +582,20 @@ _KINDS: Final = ("comment", "ellipsis", "string", "unterminated", "name", "numbe
 
 
 _LITERAL_NAMES: Final[dict[str, object]] = {"True": True, "False": False, "None": None}
+_BRACKETS: Final = {"[": "]", "(": ")", "{": "}"}
 
 
 class _Unresolved(Exception):
     """An annotation that the parser cannot read or whose names it cannot find."""
+
+
+class _Unreadable(Exception):
+    """Text that is no Python expression: the whole annotation takes any value, as Python cannot read it."""
+
+
+_WHITESPACE: Final = " \t\f\r\n"
+"""What Python's tokenizer takes for whitespace (no other Unicode space)."""
+_NEVER_OUTSIDE_STRINGS: Final = frozenset("$?`")
 
 
 def _quoted(text: str) -> str | bytes:
@@ -600,9 +611,11 @@ def _number(text: str) -> int:
     """The value of the number token *text*: an int literal, as Python reads it, after one ``-``, ``+`` or ``~``."""
     sign, digits = (text[0], text[1:]) if text[0] in "-+~" else ("", text)
     try:
+        if not digits.isascii():  # ``int()`` reads other scripts' digits; Python's tokenizer does not
+            raise ValueError(digits)
         value = int(digits, 0)
     except ValueError:  # a literal Python refuses (``012``, ``1__0``)
-        raise _Unresolved(text) from None
+        raise _Unreadable(text) from None
     return -value if sign == "-" else ~value if sign == "~" else value
 
 
@@ -611,8 +624,10 @@ class _Parser:
 
     def __init__(self, text: str, namespaces: tuple[Mapping[str, Any], ...]) -> None:
         self.tokens: list[tuple[str, str]] = []
+        if text[:1].isspace():  # Python refuses an indented expression
+            raise _Unreadable(text)
         position = 0
-        end = len(text.rstrip())
+        end = len(text.rstrip(_WHITESPACE))
         while position < end:
             match = _TOKEN.match(text, position)
             if match is None:
@@ -727,18 +742,17 @@ class _Parser:
         return value
 
     def skip_to_bracket(self) -> None:
-        """Pass the tokens up to and past the ``]`` that closes the brackets open here."""
-        depth = 0
-        while True:
+        """Pass the tokens up to and past the ``]`` that closes the brackets open here (an ``Annotated``'s
+        metadata: read no further than that its brackets match and it holds no character Python never takes)."""
+        closing = ["]"]
+        while closing:
             text = self.take()[1]
-            if text in ("[", "("):
-                depth += 1
-            elif text in ("]", ")"):
-                if depth == 0:
-                    if text != "]":
-                        raise _Unresolved("unbalanced brackets")
-                    return
-                depth -= 1
+            if text in _NEVER_OUTSIDE_STRINGS:
+                raise _Unreadable(text)
+            if text in _BRACKETS:
+                closing.append(_BRACKETS[text])
+            elif text in _BRACKETS.values() and text != closing.pop():
+                raise _Unreadable("unbalanced brackets")
 
     def atom(self) -> object:  # noqa: PLR0911  # one return per kind of token
         kind, text = self.take()
@@ -774,7 +788,13 @@ class _Parser:
 
     def name(self, dotted: str) -> object:
         first, *rest = dotted.split(".")
+        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in rest) or not (
+            first.isidentifier() and (first in _LITERAL_NAMES or not keyword.iskeyword(first))
+        ):
+            raise _Unreadable(dotted)  # ``a..b``, ``x²``, ``lambda``
         if first == "None":
+            if rest:  # ``None.real``: no type, as Python's AttributeError says
+                raise _Unresolved(dotted)
             return None
         for namespace in self.namespaces:
             if first in namespace:

@@ -654,6 +654,7 @@ _AS_TEXT: list[tuple[str, object, object]] = [
     ("Annotated[int \\\n | str, 'doc']", "text", 3.5),  # a line continuation: it read int alone
     ("Annotated[int, 'note \\\n] | bytes'] | str", "text", b"x"),  # a continued line in a string
     ("Literal[1,  # one\r 2]", 2, 3),  # a comment ends at a carriage return, as Python's does
+    ("list[None.real] | int", [1], "1"),  # no type there: any value where it stands (an outside tester)
 ]
 
 
@@ -688,6 +689,16 @@ def test_an_annotation_written_as_text_is_read_as_python_reads_it(text: str, goo
         "Literal[1.5]",
         "(int",
         "Annotated[None if False else int, 'doc']",  # it read None alone (an outside tester)
+        "Literal[\u0661]",  # a digit of another script: Python's tokenizer reads only 0-9 (an outside tester)
+        "Annotated[int, $]",  # a character Python never takes outside a string
+        "Annotated[int, (]]",  # brackets that do not match
+        " int",  # indented
+        "list[\xa0int]",  # a space Python's tokenizer does not take
+        "list[int] | dict[a..b, int]",  # no name
+        "list[x²]",
+        "list[lambda]",  # a keyword
+        "'''int' | list[int]",  # a triple quote that does not end
+        "list[' int']",
     ],
 )
 def test_an_annotation_the_parser_cannot_read_takes_any_plain_value(text: str) -> None:
