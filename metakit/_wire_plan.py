@@ -89,15 +89,15 @@ class Builder(NamedTuple):
         if (
             self.init is not None
             and getattr(cls.__init__, "__code__", None) is self.init
-            and cls.__new__ is _OBJECT_NEW
-            and type(cls).__call__ is _TYPE_CALL
+            and cls.__new__ is OBJECT_NEW
+            and type(cls).__call__ is TYPE_CALL
         ):
             return cls(*values)
         return cls(**dict(zip(self.names, values, strict=True)))
 
 
-_OBJECT_NEW: Final[Any] = object.__new__
-_TYPE_CALL: Final[Any] = type.__call__
+OBJECT_NEW: Final[Any] = object.__new__
+TYPE_CALL: Final[Any] = type.__call__
 
 
 def positional_init(cls: Any, names: tuple[str, ...]) -> types.CodeType | None:
@@ -107,7 +107,7 @@ def positional_init(cls: Any, names: tuple[str, ...]) -> types.CodeType | None:
     wrapper's ``__wrapped__`` or a ``__signature__`` can make say otherwise.
     """
     init = cls.__init__
-    if cls.__new__ is not _OBJECT_NEW or type(cls).__call__ is not _TYPE_CALL or type(init) is not types.FunctionType:
+    if cls.__new__ is not OBJECT_NEW or type(cls).__call__ is not TYPE_CALL or type(init) is not types.FunctionType:
         return None
     code = init.__code__
     if code.co_argcount < 1 + len(names) or code.co_varnames[1 : 1 + len(names)] != names:

@@ -586,11 +586,11 @@ _BRACKETS: Final = {"[": "]", "(": ")", "{": "}"}
 
 
 class _Unresolved(Exception):
-    """An annotation that the parser cannot read or whose names it cannot find."""
+    """Text that the parser cannot read (nor Python, as far as it tells): the whole annotation takes any value."""
 
 
-class _Unreadable(Exception):
-    """Text that is no Python expression: the whole annotation takes any value, as Python cannot read it."""
+class _NotFound(_Unresolved):
+    """A name that names nothing here (imported only under ``TYPE_CHECKING``): any value where it stands."""
 
 
 _WHITESPACE: Final = " \t\f\r\n"
@@ -615,7 +615,7 @@ def _number(text: str) -> int:
             raise ValueError(digits)
         value = int(digits, 0)
     except ValueError:  # a literal Python refuses (``012``, ``1__0``)
-        raise _Unreadable(text) from None
+        raise _Unresolved(text) from None
     return -value if sign == "-" else ~value if sign == "~" else value
 
 
@@ -625,7 +625,7 @@ class _Parser:
     def __init__(self, text: str, namespaces: tuple[Mapping[str, Any], ...]) -> None:
         self.tokens: list[tuple[str, str]] = []
         if text[:1].isspace():  # Python refuses an indented expression
-            raise _Unreadable(text)
+            raise _Unresolved(text)
         position = 0
         end = len(text.rstrip(_WHITESPACE))
         while position < end:
@@ -748,11 +748,11 @@ class _Parser:
         while closing:
             text = self.take()[1]
             if text in _NEVER_OUTSIDE_STRINGS:
-                raise _Unreadable(text)
+                raise _Unresolved(text)
             if text in _BRACKETS:
                 closing.append(_BRACKETS[text])
             elif text in _BRACKETS.values() and text != closing.pop():
-                raise _Unreadable("unbalanced brackets")
+                raise _Unresolved("unbalanced brackets")
 
     def atom(self) -> object:  # noqa: PLR0911  # one return per kind of token
         kind, text = self.take()
@@ -783,7 +783,7 @@ class _Parser:
             raise _Unresolved(text)
         try:
             return self.name(text)
-        except _Unresolved:  # imported only under TYPE_CHECKING: any value there, the rest still checked
+        except _NotFound:  # imported only under TYPE_CHECKING: any value there, the rest still checked
             return Any
 
     def name(self, dotted: str) -> object:
@@ -791,23 +791,23 @@ class _Parser:
         if not all(part.isidentifier() and not keyword.iskeyword(part) for part in rest) or not (
             first.isidentifier() and (first in _LITERAL_NAMES or not keyword.iskeyword(first))
         ):
-            raise _Unreadable(dotted)  # ``a..b``, ``x²``, ``lambda``
+            raise _Unresolved(dotted)  # ``a..b``, ``x²``, ``lambda``
         if first == "None":
             if rest:  # ``None.real``: no type, as Python's AttributeError says
-                raise _Unresolved(dotted)
+                raise _NotFound(dotted)
             return None
         for namespace in self.namespaces:
             if first in namespace:
                 value = namespace[first]
                 break
         else:
-            raise _Unresolved(first)
+            raise _NotFound(first)
         if value is _UNSET:
-            raise _Unresolved(first)
+            raise _NotFound(first)
         for part in rest:
             attributes = _attributes(value)
             if attributes is None or part not in attributes:
-                raise _Unresolved(dotted)
+                raise _NotFound(dotted)
             value = attributes[part]
         return value
 

@@ -96,7 +96,7 @@ from metakit._errors import _check_skipped, _skip_fields_failed, _skip_fields_te
 from metakit._fields import is_omitted, stranded
 from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, unwritable
-from metakit._wire_plan import Builder, Encoder, make_builder, make_encoder, positional_init
+from metakit._wire_plan import OBJECT_NEW, TYPE_CALL, Builder, Encoder, make_builder, make_encoder, positional_init
 from metakit._wire_plan import Refused as _Refused
 from metakit._wire_types import FieldChecks, field_checks, key_step, mismatch, mismatch_at, type_name
 
@@ -452,9 +452,6 @@ class _Codec:
         return self._builder  # type: ignore[return-value]
 
 
-_TYPE_CALL: Final[Any] = type.__call__
-_OBJECT_NEW: Final[Any] = object.__new__
-
 if sys.version_info >= (3, 14):
     import annotationlib
 
@@ -473,7 +470,7 @@ if sys.version_info >= (3, 14):
         """
         constructor = _constructor(cls)
         if (
-            type(cls).__call__ is _TYPE_CALL
+            type(cls).__call__ is TYPE_CALL
             and type(constructor) is types.FunctionType
             and not hasattr(cls, "__signature__")
         ):
@@ -503,7 +500,7 @@ if sys.version_info >= (3, 14):
         as its class's dict holds it: a ``staticmethod`` takes no instance to drop)."""
         new = cls.__new__
         for base in cls.__mro__[:-1]:
-            if new is not _OBJECT_NEW and "__new__" in base.__dict__:
+            if new is not OBJECT_NEW and "__new__" in base.__dict__:
                 return new
             if "__init__" in base.__dict__:
                 return base.__dict__["__init__"]
