@@ -749,19 +749,18 @@ def _typed_dict(api: CheckerPluginInterface, receiver: Instance, skip: _Given | 
         return None
     items, names = fields
     required = set(items)
-    skipped = _literal_names(skip)
-    if skipped is None:  # not a literal: any key may be gone
+    skipped, complete = _literal_names(skip)
+    if not complete:  # not a literal, or one with ``*names``: any key may be gone
         required = set()
-    else:
-        for name, expr in skipped:
-            if name not in names:
-                api.fail(
-                    f"skip_fields names {name!r}, which is not a field of {_qualname(receiver.type)}",
-                    expr,
-                    code=METAKIT_ERROR,
-                )
-            items.pop(name, None)
-            required.discard(name)
+    for name, expr in skipped:
+        if name not in names:
+            api.fail(
+                f"skip_fields names {name!r}, which is not a field of {_qualname(receiver.type)}",
+                expr,
+                code=METAKIT_ERROR,
+            )
+        items.pop(name, None)
+        required.discard(name)
     return TypedDictType(items, required, set(), _fallback(api, receiver.type))
 
 
@@ -777,15 +776,17 @@ _LITERAL_MAKERS: Final = frozenset({"builtins.frozenset", "builtins.set", "built
 """The calls that make a literal ``skip_fields`` of a display (Python has no frozenset display)."""
 
 
-def _literal_names(skip: _Given | None) -> list[tuple[str, Expression]] | None:
-    """The names in a literal ``skip_fields``: ``[]`` for none, ``None`` if not a literal."""
+def _literal_names(skip: _Given | None) -> tuple[list[tuple[str, Expression]], bool]:
+    """The names written as strings in a ``skip_fields`` display, and whether they are all of its
+    names: a display may also hold ``*others`` or a variable, and a value that is no display has
+    names that are not known."""
     if skip is None:
-        return []
+        return [], True
     expr = skip.expr
     if expr is None:
-        return None
+        return [], False
     if isinstance(expr, NameExpr) and expr.fullname == "builtins.None":
-        return []
+        return [], True
     if (
         isinstance(expr, CallExpr)
         and isinstance(expr.callee, NameExpr)
@@ -798,10 +799,9 @@ def _literal_names(skip: _Given | None) -> list[tuple[str, Expression]] | None:
     elif isinstance(expr, (SetExpr, ListExpr, TupleExpr)):
         items = list(expr.items)
     else:
-        return None
-    if not all(isinstance(item, StrExpr) for item in items):
-        return None
-    return [(item.value, item) for item in items if isinstance(item, StrExpr)]
+        return [], False
+    names: list[tuple[str, Expression]] = [(item.value, item) for item in items if isinstance(item, StrExpr)]
+    return names, len(names) == len(items)
 
 
 def _check_not_str(api: CheckerPluginInterface, expr: Expression, typ: Type) -> None:

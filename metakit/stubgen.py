@@ -46,6 +46,7 @@ from mypy.nodes import (
     Decorator,
     EllipsisExpr,
     Expression,
+    ExpressionStmt,
     ForStmt,
     FuncDef,
     IfStmt,
@@ -72,6 +73,7 @@ from mypy.parse import parse
 from mypy.stubgen import (
     ASTStubGenerator,
     StubSource,
+    find_referenced_names,
     get_qualified_name,
     parse_source_file,
 )
@@ -205,6 +207,7 @@ class _Source(NamedTuple):
     runtime_all: list[str] | None
     names: ASTStubGenerator  # has visited the tree, to resolve the names it binds
     classes: dict[str, ClassDef]
+    references: set[str]  # the names the source refers to
 
     @classmethod
     def read(cls, module: types.ModuleType) -> _Source:
@@ -234,6 +237,7 @@ class _Source(NamedTuple):
                 package = hasattr(module, "__path__")
                 node.id, _ = correct_relative_import(module.__name__, node.relative, node.id, package)
                 node.relative = 0
+        references = find_referenced_names(source.ast)
         classes = {f"{prefix}{n.name}": n for n, _, prefix in _statements(source.ast.defs) if isinstance(n, ClassDef)}
         field_names = _field_names(source.ast.defs)
         for cdef in classes.values():
@@ -242,7 +246,7 @@ class _Source(NamedTuple):
                     stmt.rvalue = _field_for_stub(stmt.rvalue, field_names)
         names = ASTStubGenerator(source.runtime_all, include_private=True)
         source.ast.accept(names)
-        return cls(module, source.ast, source.runtime_all, names, classes)
+        return cls(module, source.ast, source.runtime_all, names, classes, references)
 
     def resolve(self, name: str) -> tuple[str, str | None]:
         """The full name of *name* as this module binds it, and the module to import for it."""
@@ -289,6 +293,7 @@ class _Additions:
                 cdef.defs.body += self._properties(cls, cdef)
             if _is_zerocopy_dataclass(cls):
                 self._check_free(cls, prefix)
+                _check_members_free(cls, cdef)
                 block[block.index(cdef) : block.index(cdef)] = [self._typed_dict(cls, cdef, p) for p in (False, True)]
                 cdef.defs.body += self._methods(cls, prefix)
         for node, _, prefix in _statements(self.source.tree.defs):
@@ -296,13 +301,28 @@ class _Additions:
                 _as_alias(node, self.source)
         own = [ImportFrom(module, 0, [(name, f"_{name}") for name in names]) for module, names in _OWN_IMPORTS.items()]
         self.source.tree.defs[:0] = [*own, *(Import([(module, None)]) for module in self.imports)]
+        # mypy's generator re-exports an imported name that the module never refers to.  The names that
+        # only the left-out arguments of ``field(...)`` referred to (``OMIT``) are referred to still, by
+        # an expression statement, which the generator does not write.
+        lost = self.source.references - find_referenced_names(self.source.tree)
+        if lost:
+            self.source.tree.defs.append(ExpressionStmt(TupleExpr([NameExpr(name) for name in sorted(lost)])))
 
     def _check_free(self, cls: type, prefix: str) -> None:
         """Refuse to write a ``TypedDict`` under a name that the module itself gives something else, or
         a stub whose own imports (``_TypedDict``, ``_Set``, ...) the module's names would replace."""
-        # The names the module binds: those it defines, and those it imports.
-        defined = {*self.source.names.defined_names, *self.source.names.import_tracker.module_for}
-        taken = [f"_{name}" for names in _OWN_IMPORTS.values() for name in names if f"_{name}" in defined]
+        # The names the module binds: those it defines, and those it imports.  One bound to the very
+        # object the stub imports under it (``from typing import Any as _Any``) is no clash.
+        tracker = self.source.names.import_tracker
+        defined = {*self.source.names.defined_names, *tracker.module_for}
+        taken = [
+            f"_{name}"
+            for module, names in _OWN_IMPORTS.items()
+            for name in names
+            if f"_{name}" in self.source.names.defined_names
+            or tracker.module_for.get(f"_{name}", module) != module
+            or tracker.reverse_alias.get(f"_{name}", name) != name
+        ]
         if taken:
             raise NameClash(
                 f"{self.source.module.__name__} defines or imports {taken[0]}, a name that its stub gives one of its"
@@ -900,6 +920,23 @@ def _field_for_stub(call: CallExpr, field_names: frozenset[str]) -> Expression:
     if get_qualified_name(kept.get("init", EllipsisExpr())) == "False":  # not in __init__: its default is no matter
         kept = {"init": kept["init"]}
     return CallExpr(call.callee, list(kept.values()), [ARG_NAMED] * len(kept), list(kept))
+
+
+def _check_members_free(cls: type, cdef: ClassDef) -> None:
+    """Refuse a class with a member named as one of the stub's own imports: the methods the stub
+    adds to the class name ``_overload``, ``_tuple``, ..., which the member would stand for there."""
+    own = {f"_{name}" for names in _OWN_IMPORTS.values() for name in names}
+    for node in cdef.defs.body:
+        if isinstance(node, AssignmentStmt):
+            names = [lvalue.name for lvalue in node.lvalues if isinstance(lvalue, NameExpr)]
+        else:
+            names = [node.name] if isinstance(node, (ClassDef, Decorator, FuncDef, OverloadedFuncDef)) else []
+        for name in names:
+            if name in own:
+                raise NameClash(
+                    f"{cls.__qualname__} has a member named {name}, a name that its stub gives one of its own"
+                    " imports: rename it"
+                )
 
 
 def _statements(body: list[Statement], prefix: str = "") -> Iterator[tuple[Statement, list[Statement], str]]:

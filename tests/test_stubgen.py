@@ -556,6 +556,33 @@ def test_field_under_another_name_with_a_merged_omit_gives_a_stub(
     assert "    wrapper: object = ...\n    other: object = ...\n    late: int = F(init=False)\n" in stub
 
 
+def test_names_only_the_left_out_field_arguments_use_are_not_re_exported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mypy's generator re-exports an import the module never uses: with the field() calls reduced,
+    # the stub wrote ``field as field`` and ``OMIT as OMIT`` (an outside tester).
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "left_out_arguments",
+        """
+        from dataclasses import dataclass, field
+        from metakit import OMIT, ZeroCopy
+        from json import dumps, loads
+
+        @dataclass
+        class Meta(ZeroCopy):
+            n: int
+            wrapper: object = field(default=None, metadata=OMIT)
+        """,
+    )
+    imports = [line for line in stub.splitlines() if line.startswith(("from ", "import "))]
+    assert "from dataclasses import dataclass" in imports
+    assert "from metakit import ZeroCopy" in imports
+    assert "from json import dumps as dumps, loads as loads" in imports  # never used: mypy re-exports them
+    assert not [line for line in imports if "field" in line or "OMIT" in line]
+
+
 def test_a_module_name_that_the_stubs_own_imports_take_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -579,6 +606,61 @@ def test_a_module_name_that_the_stubs_own_imports_take_is_refused(
             _TypedDict = dict
             """,
         )
+
+
+@pytest.mark.parametrize(
+    ("member", "name"),
+    [("_overload: int", "_overload"), ("_Any: int = 0", "_Any"), ("def _tuple(self) -> None: ...", "_tuple")],
+)
+def test_a_member_named_as_one_of_the_stubs_imports_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, member: str, name: str
+) -> None:
+    # A field ``_overload`` made every ``@_overload`` of the class's methods an int (an outside tester).
+    source = f"""
+    from dataclasses import dataclass
+    from typing import Any
+    from metakit import ZeroCopy
+
+    @dataclass
+    class Meta(ZeroCopy):
+        x: Any
+        {member}
+    """
+    with pytest.raises(NameClash, match=f"Meta has a member named {name}, a name that its stub gives one"):
+        stub_of(tmp_path, monkeypatch, "own_import_member", source)
+
+
+@pytest.mark.parametrize(
+    ("binding", "clash"),
+    [
+        ("from typing import Any as _Any", False),  # the very import the stub makes (an outside tester)
+        ("from collections.abc import Set as _Set, Iterator as _Iterator", False),
+        ("from typing import Set as _Set", True),
+        ("from typing import Any as _Any\n_Any = int", True),
+        ("from typing import Any\n_Any = Any", True),  # a name the module defines: the stub writes it too
+    ],
+)
+def test_a_module_may_import_what_the_stub_imports_under_the_same_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, binding: str, clash: bool
+) -> None:
+    source = "\n".join(
+        [
+            "from dataclasses import dataclass",
+            "from metakit import ZeroCopy",
+            binding,
+            "@dataclass",
+            "class Meta(ZeroCopy):",
+            "    a: int",
+            "    extra: object = None",
+        ]
+    )
+    if clash:
+        with pytest.raises(NameClash, match="a name that its stub gives one of its own imports: rename it"):
+            stub_of(tmp_path, monkeypatch, "own_import_alias", source)
+        return
+    stub = stub_of(tmp_path, monkeypatch, "own_import_alias", source)
+    compile(stub, "own_import_alias.pyi", "exec")
+    assert "class MetaDict(_TypedDict):\n    a: int\n    extra: object\n" in stub
 
 
 @pytest.mark.parametrize(

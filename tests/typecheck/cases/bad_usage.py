@@ -40,7 +40,8 @@ def wrong_value_types(meta: FlashInferMetadata, box: IntBox) -> None:
     a, b = meta.astuple_zerocopy()  # E: and not two
 
 
-def skipped_keys(meta: FlashInferMetadata, direct: Direct) -> None:
+def skipped_keys(meta: FlashInferMetadata, direct: Direct, others: set[str]) -> None:
+    meta.asdict_zerocopy(skip_fields=("slot_mapping", *others))["slot_mapping"]  # E: skipped beside others
     d = meta.asdict_zerocopy(skip_fields={"slot_mapping", "is_prompt"})
     d["slot_mapping"]  # E: skipped
     d["is_prompt"]  # E: skipped
@@ -48,8 +49,10 @@ def skipped_keys(meta: FlashInferMetadata, direct: Direct) -> None:
     direct.asdict_zerocopy(("a",))["a"]  # E: skipped
 
 
-def unknown_skip_names(meta: FlashInferMetadata, box: Box[int]) -> None:
+def unknown_skip_names(meta: FlashInferMetadata, box: Box[int], others: set[str], name: str) -> None:
     meta.asdict_zerocopy(skip_fields={"slot_mapping", "slot_mappin"})  # E: not a field
+    meta.asdict_zerocopy(skip_fields={"slot_mappin", *others})  # E: beside *others (an outside tester)
+    meta.asdict_zerocopy(["slot_mappin", name])["slot_mapping"]  # E: beside a variable
     meta.asdict_zerocopy(["attn_bias"])  # E: a post-init attribute is not a field
     meta.asdict_zerocopy(("kernel_version",))  # E: nor is a ClassVar
     meta.asdict_zerocopy({"workspace_size"})  # E: nor an InitVar
