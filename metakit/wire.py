@@ -1737,8 +1737,8 @@ class _Reader:
             )
         if not _no_overlap(shape, strides):
             raise WireError(
-                f"tensor {index} is said to be a view of tensor {reference}, but its elements overlap (strides "
-                f"{strides} for shape {shape}), as no tensor a sender sends as a view does"
+                f"tensor {index} is said to be a view of tensor {reference}, but its strides {strides} for shape "
+                f"{shape} do not each clear the dimensions below them, as those of every view a sender sends do"
             )
         if offset + extent > parent_nbytes:
             raise WireError(f"tensor {index} is said to be a view of tensor {reference}, but lies outside it")
@@ -1979,8 +1979,12 @@ def _field(cls: type, name: str, value: object) -> None:
         what, path = _not_plain_data(value, f"$.{name}", _reading.reader.pickled)
         raise _Mismatched(cls.__qualname__, what, path)
     checks = _codec(cls).checks(cls)
-    if not checks.checks[name](value):
-        raise _Mismatched(cls.__qualname__, *mismatch_at(checks, name, value))
+    try:
+        if not checks.checks[name](value):
+            raise _Mismatched(cls.__qualname__, *mismatch_at(checks, name, value))
+    except RecursionError:  # a recursive annotation on a pickled value that holds itself, or is too deep
+        reason = f"the value at `$.{name}` is nested too deep to check, or holds itself"
+        raise _Mismatched(cls.__qualname__, reason, f"$.{name}") from None
 
 
 def _inside(error: _Mismatched, raw: msgspec.Raw, names: tuple[str, ...], cls: type) -> _Mismatched:
