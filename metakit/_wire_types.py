@@ -30,8 +30,8 @@ again to say where and what, in msgspec's words: ``Expected `int`, got
 
 from __future__ import annotations
 
-import ast
 import builtins
+import codecs
 import collections.abc
 import keyword
 import re
@@ -596,15 +596,38 @@ class _NotFound(_Unresolved):
 _WHITESPACE: Final = " \t\f\r\n"
 """What Python's tokenizer takes for whitespace (no other Unicode space)."""
 _NEVER_OUTSIDE_STRINGS: Final = frozenset("$?`")
+_NEWLINE: Final = re.compile(r"\r\n?")
 
 
 def _quoted(text: str) -> str | bytes:
-    """The value of the string or bytes token *text*, its escapes read as Python reads them."""
+    """The value of the string or bytes token *text*, read as Python's parser reads it, with the
+    decoders it uses (``ast.literal_eval`` would compile it: an audit event, on a receiver)."""
+    opening = min(text.index(quote) for quote in "'\"" if quote in text)
+    prefix = text[:opening].lower()
+    quotes = 3 if text[opening : opening + 3] in ("'''", '"""') else 1
+    body = text[opening + quotes : -quotes]
     try:
-        value = ast.literal_eval(text)
-    except (SyntaxError, ValueError):  # an escape Python refuses (``'\\N{nonsense}'``)
-        raise _Unresolved(text) from None
-    return value  # type: ignore[no-any-return]
+        if "b" in prefix:
+            if not body.isascii():  # a bytes literal holds ASCII characters only
+                raise ValueError(body)
+            return body.encode() if "r" in prefix else codecs.escape_decode(body.encode())[0]
+        if "r" in prefix:
+            return body
+        # The parser's own step before the decoder: each character beyond ASCII becomes its escape, and a
+        # backslash before one escapes itself (the character is no escape).
+        return codecs.decode(_BEYOND_ASCII.sub(_escaped, body), "unicode_escape")
+    except (UnicodeDecodeError, ValueError, Warning):  # an escape Python refuses (``'\\x1'``), or warns of
+        raise _Unresolved(text) from None  # where warnings are errors (``'\\q'``), as its parser does
+
+
+_BEYOND_ASCII: Final = re.compile(r"\\([\s\S])|([^\x00-\x7f])")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    after_backslash, character = match.groups()
+    if character is not None:
+        return f"\\U{ord(character):08x}"
+    return match[0] if after_backslash.isascii() else f"\\u005c\\U{ord(after_backslash):08x}"
 
 
 def _number(text: str) -> int:
@@ -626,6 +649,7 @@ class _Parser:
         self.tokens: list[tuple[str, str]] = []
         if text[:1].isspace():  # Python refuses an indented expression
             raise _Unresolved(text)
+        text = _NEWLINE.sub("\n", text)  # as Python reads source text: ``\`` then CR LF continues a line
         position = 0
         end = len(text.rstrip(_WHITESPACE))
         while position < end:

@@ -8,12 +8,14 @@ can be compared byte for byte.
 
 from __future__ import annotations
 
+import ast
 import datetime
 import functools
 import re
 import sys
 import time
 import types
+import warnings
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import (  # noqa: UP035
@@ -678,6 +680,65 @@ def test_an_annotation_written_as_text_is_read_as_python_reads_it(text: str, goo
         wire.pack(cls(bad))
     with pytest.raises(WireError, match=r"Expected `[^`]+`, got `[^`]+` - at `\$\.value`"):
         wire.unpack(_with_value(record, 0, bad), wire.pack(record).buffers)
+
+
+_LITERAL_PIECES = st.sampled_from(
+    [*"\\abfnrtvxuUN{}0478'\"qé\u0100\U0001f600\r\n \t", "\\N{LATIN SMALL LETTER A}", "\\x41", "\\777", "\\\r\n"]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(
+    prefix=st.sampled_from(["", "r", "u", "b", "br", "Rb", "B"]),
+    quote=st.sampled_from(["'", '"', "'''", '"""']),
+    body=st.lists(_LITERAL_PIECES, max_size=8).map("".join),
+)
+def test_a_string_literal_in_an_annotation_is_read_as_python_reads_it(prefix: str, quote: str, body: str) -> None:
+    text = f"{prefix}{quote}{body}{quote}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an escape Python warns of ('\q'), read as Python reads it then
+        _check_literal_as_python_reads_it(text)
+
+
+def _check_literal_as_python_reads_it(text: str) -> None:
+    try:
+        value = ast.literal_eval(f"({text})")  # in brackets, as in Literal[...]: a newline there is no end
+    except SyntaxError:  # not one literal, or one Python refuses: the field takes any value
+        value = None
+    cls = _annotated_as("Quoted", f"Literal[{text}]")
+    if value is None:
+        assert wire.unpack(*wire.pack(cls(1))) == cls(1)
+        return
+    assert wire.unpack(*wire.pack(cls(value))) == cls(value)
+    other = value + (b"." if isinstance(value, bytes) else ".")
+    with pytest.raises(TypeError, match=r"Expected `[^`]+`, got `[^`]+` - at `\$\.value`"):
+        wire.pack(cls(other))
+
+
+def test_reading_string_literals_in_an_annotation_compiles_nothing() -> None:
+    # The parser read each with ast.literal_eval, which compiles: an audit event on a receiver
+    # that a hook watching ``compile`` takes for code from the peer (an outside tester).
+    sender = _annotated_as("Sender", "object")
+    receiver = _annotated_as("Receiver", "Literal['a\\n', b'x\\x00', u'\u00e9', r'\\d'] | None")
+    header, buffers = wire.pack(sender("a\n"))
+    start = 8 + 9 * wire.buffer_count(header)
+    body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
+    body[0] = f"{__name__}:{receiver.__qualname__}"
+    events: list[str] = []
+    watching = [True]
+    sys.addaudithook(lambda event, _: events.append(event) if watching[0] and event == "compile" else None)
+    try:
+        for value, expected in [("a\n", True), (b"x\x00", True), ("\u00e9", True), ("\\d", True), ("a", False)]:
+            body[3] = [value]
+            sent = header[:start] + msgspec.msgpack.encode(body)
+            if expected:
+                assert wire.unpack(sent, buffers) == receiver(value)
+            else:
+                with pytest.raises(WireError, match="Expected"):
+                    wire.unpack(sent, buffers)
+    finally:
+        watching[0] = False
+    assert events == []
 
 
 @pytest.mark.parametrize(
