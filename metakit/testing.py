@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import gc
 import importlib
 import inspect
 import operator
@@ -172,8 +173,10 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     directory without one, which Python would import as a namespace
     package, is searched only when named itself: it may hold scripts that
     were never meant to be imported, as ``__main__`` modules are not.
-    Classes nested in classes count; classes a module only imports from
-    elsewhere, and abstract classes (they have no instances), do not.  A
+    Classes nested in classes count, and so do live classes made in a
+    function (a factory's) that the module keeps only in a dict or a list;
+    classes a module only imports from elsewhere, and abstract classes (they
+    have no instances), do not.  A
     class is the module's if its ``__module__`` says so: on 3.10 and 3.11,
     give ``make_dataclass`` ``namespace={"__module__": __name__}``, since it
     names the ``types`` module there.  The order is that of the modules,
@@ -189,9 +192,16 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
         raise TypeError(f"zerocopy_classes_in() takes a module or its dotted name, not {module!r}")
     root = importlib.import_module(module) if isinstance(module, str) else module
     classes: list[type] = []
-    for found in _modules_under(root):
+    modules = _modules_under(root)
+    # A class made and dropped lives on in its own reference cycles until they are collected: so that
+    # two runs (pytest-xdist's workers) find the same classes, none of those is found.
+    gc.collect()
+    live = metakit.zerocopy_classes()
+    for found in modules:
         for value in vars(found).values():
             _collect(value, found.__name__, classes)
+        for cls in live:  # those a module holds only in a container (a factory's), after those it names
+            _collect(cls, found.__name__, classes)
     chosen = [cls for cls in classes if _is_checkable(cls)]
     if not chosen:
         where = f"the package {root.__name__} and its submodules" if hasattr(root, "__path__") else root.__name__

@@ -376,6 +376,27 @@ def test_plot_is_a_png_when_matplotlib_is_installed(run: Run) -> None:
         assert not run.png.exists()
 
 
+def test_a_peer_installed_but_raising_on_import_is_left_out_as_a_missing_one_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A half-upgraded attrs ended the benchmark with a traceback (an outside tester). pluggy stands
+    # in for it here: installed wherever pytest is.
+    (tmp_path / "pluggy").mkdir()
+    (tmp_path / "pluggy" / "__init__.py").write_text("raise ImportError('half-upgraded')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [name for name in sys.modules if name.partition(".")[0] == "pluggy"]:
+        monkeypatch.delitem(sys.modules, name)
+    report.installed.cache_clear()
+    try:
+        assert report.installed("pluggy") is None
+        assert report.installed("pluggy") is None  # said once
+    finally:
+        report.installed.cache_clear()
+    err = capsys.readouterr().err
+    assert err.count("is installed but cannot be imported: ImportError: half-upgraded)") == 1
+    assert err.startswith("(pluggy ")
+
+
 def _without(*names: str) -> Any:
     """``report.installed`` as if only the distributions *names* were not installed."""
     return lambda name: None if name in names else "1.0"

@@ -2050,6 +2050,31 @@ def test_a_package_gives_its_classes_in_module_then_definition_order(package):
     ]
 
 
+FACTORY = """
+    from dataclasses import dataclass, make_dataclass
+    from metakit import ZeroCopy
+
+    @dataclass
+    class Direct(ZeroCopy):
+        seq_lens: list
+
+    def _backend(name):
+        return make_dataclass(name, [("slot_mapping", list)], bases=(ZeroCopy,), namespace={{"__module__": __name__}})
+
+    BACKENDS = {{"flash": _backend("FlashMeta"), "xformers": _backend("XFormersMeta")}}
+    _backend("Dropped")  # made and let go: never found, whether collected yet or not
+"""
+
+
+def test_classes_a_module_holds_only_in_a_container_are_found_after_those_it_names(tmp_path, monkeypatch):
+    # A factory's classes kept in a dict were left out, so the README's recipe never checked them
+    # (an outside tester).
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = write_package(tmp_path, {"factory.py": FACTORY})
+    names = [cls.__qualname__ for cls in zerocopy_classes_in(f"{package}.factory")]
+    assert names == ["Direct", "FlashMeta", "XFormersMeta"]
+
+
 def test_a_module_gives_only_its_own_classes(package):
     names = [cls.__qualname__ for cls in zerocopy_classes_in(f"{package}.sub.inputs")]
     assert names == ["ModelInput"]

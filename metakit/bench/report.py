@@ -7,29 +7,41 @@ the main one.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import importlib.metadata
 import json
 import os
 import platform
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import metakit
+from metakit._errors import describe
 
 
+@functools.cache
 def installed(name: str) -> str | None:
-    """The version of the distribution *name*, or None if it is not installed.
+    """The version of the distribution *name*, or None if it is not installed or cannot be imported.
 
-    Asks the installed metadata, not the import system: a directory named
-    ``torch`` on ``sys.path`` (a test folder) would import as an empty
-    namespace package.
+    Asks the installed metadata first, not the import system: a directory
+    named ``torch`` on ``sys.path`` (a test folder) would import as an empty
+    namespace package.  A peer that is installed but raises on import (a
+    half-upgraded one) is said so once, and left out as a missing one is.
     """
     try:
-        return importlib.metadata.version(name)
+        version = importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
+    try:
+        importlib.import_module(name)
+    except Exception as error:  # whatever a broken install raises, it is not the benchmark's
+        print(f"({name} {version} is installed but cannot be imported: {describe(error)})", file=sys.stderr)
+        return None
+    return version
 
 
 def versions() -> dict[str, str | None]:
