@@ -63,7 +63,16 @@ def _unregister(ref: weakref.ref[Any]) -> None:
 
 
 _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
-_delete: Final = type.__delattr__
+
+
+def _delete(cls: type, name: str) -> None:
+    """Take *name* off *cls*, if it is still there: code that ran in this thread in the middle of
+    the rules' work (a finalizer, a profiler) may have changed the class, and the rules decide
+    again after it (``_settle``)."""
+    if name in cls.__dict__:
+        type.__delattr__(cls, name)
+
+
 _WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", PROBE, *METHOD_NAMES])
 """The attribute names whose setting tells metakit something."""
 
