@@ -380,6 +380,14 @@ def test_a_view_whose_elements_overlap_arrives_contiguous_in_memory_of_its_own()
     assert got.values["expanded"][0, 0] == 0
 
 
+def test_a_tensor_with_no_elements_arrives_with_a_contiguous_tensors_strides() -> None:
+    # docs/wire-format.md, "What arrives": strides say nothing where there are no elements (an outside
+    # tester asked whether "a dense tensor keeps its strides" held for them).
+    for empty in (torch.empty(0, 8).t(), torch.empty(3, 0, 2).permute(2, 0, 1)):
+        got = _roundtrip(Bag({"empty": empty})).values["empty"]
+        assert (got.shape, got.stride()) == (empty.shape, torch.empty(empty.shape).stride())
+
+
 def test_a_view_sent_before_its_parent_arrives_in_memory_of_its_own() -> None:
     parent = torch.arange(10)
     got = _roundtrip(Bag({"tail": parent[4:], "parent": parent}))
