@@ -516,10 +516,18 @@ def _check_iterable_of_str(api: CheckerPluginInterface, info: TypeInfo, expr: Ex
     if not isinstance(get_proper_type(declared.arg_types[1]), AnyType):
         return  # mypy checks the argument against the declared type itself
     str_type = api.named_generic_type("builtins.str", [])
+    iterable = api.named_generic_type("typing.Iterable", [str_type])
     if isinstance(expr, (ListExpr, SetExpr, TupleExpr)):
         # A display's type comes from the declared Any (``list[Any]``): its items tell.
         for item in expr.items:
-            if isinstance(item, StarExpr):
+            if isinstance(item, StarExpr):  # ``*others``: an iterable of names
+                held = get_proper_type(api.get_expression_type(item.expr))
+                if not isinstance(held, AnyType) and not is_subtype(held, iterable):
+                    api.fail(
+                        f"skip_fields must hold field names, not the items of {format_type(held, api.options)}",
+                        item,
+                        code=METAKIT_ERROR,
+                    )
                 continue
             held = get_proper_type(api.get_expression_type(item))
             if not isinstance(held, AnyType) and not is_subtype(held, str_type):
@@ -529,7 +537,7 @@ def _check_iterable_of_str(api: CheckerPluginInterface, info: TypeInfo, expr: Ex
                     code=METAKIT_ERROR,
                 )
         return
-    expected = UnionType([api.named_generic_type("typing.Iterable", [str_type]), NoneType()])
+    expected = UnionType([iterable, NoneType()])
     if is_subtype(typ, expected):
         # Inferred against the declared Any, a comprehension or a generic call holds Any
         # (``[x for x in range(2)]`` is ``list[Any]``): inferred on its own, it says what it holds.
@@ -697,6 +705,8 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
     if obj is None or obj.type is None:  # given through ``*args``: its type is the sequence's, not the object's
         return None
     given = get_proper_type(obj.type)
+    if isinstance(given, TypeVarType):  # bound to a union: each item of its bound (an outside tester)
+        given = get_proper_type(given.upper_bound)
     receivers: list[Instance] = []
     for item in given.relevant_items() if isinstance(given, UnionType) else [given]:
         typ = get_proper_type(item)
@@ -800,8 +810,18 @@ def _literal_names(skip: _Given | None) -> tuple[list[tuple[str, Expression]], b
         items = list(expr.items)
     else:
         return [], False
-    names: list[tuple[str, Expression]] = [(item.value, item) for item in items if isinstance(item, StrExpr)]
-    return names, len(names) == len(items)
+    names: list[tuple[str, Expression]] = []
+    complete = True
+    for item in items:
+        if isinstance(item, StrExpr):
+            names.append((item.value, item))
+        elif isinstance(item, StarExpr) and isinstance(item.expr, (SetExpr, ListExpr, TupleExpr)):
+            inner, whole = _literal_names(_Given(item.expr, None))  # ``*{"a", "b"}``: its names too
+            names += inner
+            complete = complete and whole
+        else:
+            complete = False
+    return names, complete
 
 
 def _check_not_str(api: CheckerPluginInterface, expr: Expression, typ: Type) -> None:

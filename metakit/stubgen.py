@@ -293,7 +293,12 @@ class _Additions:
                 cdef.defs.body += self._properties(cls, cdef)
             if _is_zerocopy_dataclass(cls):
                 self._check_free(cls, prefix)
-                _check_members_free(cls, cdef)
+                # The class's body holds its methods, and the body around it its TypedDicts.
+                parts = prefix.split(".")[:-1]
+                for end in range(len(parts)):
+                    enclosing = ".".join(parts[: end + 1])
+                    _check_members_free(enclosing, self.source.classes[enclosing])
+                _check_members_free(prefix + cdef.name, cdef)
                 block[block.index(cdef) : block.index(cdef)] = [self._typed_dict(cls, cdef, p) for p in (False, True)]
                 cdef.defs.body += self._methods(cls, prefix)
         for node, _, prefix in _statements(self.source.tree.defs):
@@ -322,6 +327,7 @@ class _Additions:
             if f"_{name}" in self.source.names.defined_names
             or tracker.module_for.get(f"_{name}", module) != module
             or tracker.reverse_alias.get(f"_{name}", name) != name
+            or _bound_otherwise(self.source.module, module, name)
         ]
         if taken:
             raise NameClash(
@@ -922,9 +928,25 @@ def _field_for_stub(call: CallExpr, field_names: frozenset[str]) -> Expression:
     return CallExpr(call.callee, list(kept.values()), [ARG_NAMED] * len(kept), list(kept))
 
 
-def _check_members_free(cls: type, cdef: ClassDef) -> None:
-    """Refuse a class with a member named as one of the stub's own imports: the methods the stub
-    adds to the class name ``_overload``, ``_tuple``, ..., which the member would stand for there."""
+def _bound_otherwise(module: types.ModuleType, source: str, name: str) -> bool:
+    """Whether *module* binds ``_name`` at run time to anything but *source*'s *name*, as the stub
+    imports it: ``from helpers import *`` binds names that no statement of the module shows."""
+    value = vars(module).get(f"_{name}", _UNBOUND)
+    if value is _UNBOUND:
+        return False
+    try:
+        return value is not getattr(importlib.import_module(source), name)
+    except (ImportError, AttributeError):  # ``_typeshed``: only type checkers have it
+        return True
+
+
+_UNBOUND: Final = object()
+
+
+def _check_members_free(qualname: str, cdef: ClassDef) -> None:
+    """Refuse a class, or a class around one, with a member named as one of the stub's own imports:
+    what the stub adds in its body names ``_overload``, ``_TypedDict``, ..., which the member would
+    stand for there."""
     own = {f"_{name}" for names in _OWN_IMPORTS.values() for name in names}
     for node in cdef.defs.body:
         if isinstance(node, AssignmentStmt):
@@ -934,8 +956,8 @@ def _check_members_free(cls: type, cdef: ClassDef) -> None:
         for name in names:
             if name in own:
                 raise NameClash(
-                    f"{cls.__qualname__} has a member named {name}, a name that its stub gives one of its own"
-                    " imports: rename it"
+                    f"{qualname} has a member named {name}, a name that its stub gives one of its own imports:"
+                    " rename it"
                 )
 
 

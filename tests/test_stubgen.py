@@ -630,6 +630,45 @@ def test_a_member_named_as_one_of_the_stubs_imports_is_refused(
         stub_of(tmp_path, monkeypatch, "own_import_member", source)
 
 
+def test_a_class_around_a_record_with_a_member_named_as_one_of_the_stubs_imports_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The record's TypedDicts go in Outer's body, where ``_TypedDict`` was Outer's method (an outside tester).
+    source = """
+    from dataclasses import dataclass
+    from metakit import ZeroCopy
+
+    class Outer:
+        def _TypedDict(self) -> None: ...
+
+        @dataclass
+        class Record(ZeroCopy):
+            a: int
+    """
+    with pytest.raises(NameClash, match="Outer has a member named _TypedDict, a name that its stub gives one"):
+        stub_of(tmp_path, monkeypatch, "own_import_outer", source)
+
+
+def test_a_name_a_star_import_binds_as_one_of_the_stubs_imports_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No statement of the module shows what ``import *`` binds: it is read from the module as it runs
+    # (an outside tester: the stub's ``_Any`` was the module's dict).
+    (tmp_path / "star_helpers.py").write_text('__all__ = ["_Any"]\n_Any = dict\n')
+    source = """
+    from dataclasses import dataclass
+    from metakit import ZeroCopy
+    from star_helpers import *
+
+    @dataclass
+    class Record(ZeroCopy):
+        a: int
+    """
+    with pytest.raises(NameClash, match="star_import defines or imports _Any, a name that its stub gives one"):
+        stub_of(tmp_path, monkeypatch, "star_import", source)
+    sys.modules.pop("star_helpers", None)
+
+
 @pytest.mark.parametrize(
     ("binding", "clash"),
     [

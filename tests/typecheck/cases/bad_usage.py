@@ -90,7 +90,7 @@ def skip_fields_of_the_wrong_type(meta: PagedMetadata, anything: Any) -> None:
     meta.asdict_zerocopy(anything)
     meta.asdict_zerocopy(skip_fields=[1])  # E: a list display of ints (typed list[Any] from the declared Any)
     meta.asdict_zerocopy(skip_fields={b"slot_mapping"})  # E: a set display of bytes
-    meta.asdict_zerocopy(skip_fields=["slot_mapping", *["is_prompt"]])
+    meta.asdict_zerocopy(skip_fields=["slot_mapping", *["use_cuda_graph"]])
 
 
 def skip_fields_made_by_a_comprehension_or_a_call(meta: PagedMetadata, ints: list[int]) -> None:
@@ -181,6 +181,15 @@ def union_bound_typevar_receiver_keys_stay_checked(meta: EitherT) -> None:
     meta.asdict_zerocopy(skip_fields={"slot_mappings"})  # E: a field of neither
     meta.asdict_zerocopy(skip_fields=frozenset(["slot_mappings"]))  # E: a frozenset of a display is a literal
     meta.astuple_zerocopy()[20]  # E: out of range for both
+    metakit.asdict_zerocopy(meta)["attn_bias"]  # E: the function form too (an outside tester)
+    metakit.astuple_zerocopy(meta)[20]  # E: out of range for both
+
+
+def starred_skip_fields_items_are_checked(meta: FlashInferMetadata, ints: set[int]) -> None:
+    # (An outside tester: each raises at run time, and passed.)
+    meta.asdict_zerocopy(skip_fields={"slot_mapping", *ints})  # E: ints are no field names
+    meta.asdict_zerocopy(skip_fields=[*ints])  # E: nor alone
+    meta.asdict_zerocopy(skip_fields={"slot_mapping", *{"slot_mappin"}})  # E: a name in a starred display
 
 
 def a_plain_result_rebound_to_one_that_may_lack_keys(meta: FlashInferMetadata, skip: Set[str]) -> int:
