@@ -39,6 +39,7 @@ import sys
 import threading
 import types
 import typing
+import unicodedata  # noqa: F401  # what a ``\N{...}`` escape looks names up in: imported here, not on a receiver
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import Field, fields
@@ -206,6 +207,8 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
     item_check, kinds = item.check, item.kinds
 
     def each(value: object) -> bool:
+        if type(value) is str and str in container:
+            return _characters(value, item_check, each)
         return isinstance(value, container) and all(map(item_check, value))  # type: ignore[call-overload]
 
     def of_kinds(value: object) -> bool:  # list[int], the usual list: the items' types gathered in C
@@ -222,6 +225,30 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
 
     exact = list[item.exact] if container == (list,) and item.exact is not Any else Any  # type: ignore[name-defined]
     return _Spec(check, name, explain, lists=kinds if list in container else frozenset(), exact=exact)
+
+
+def _characters(value: str, item_check: Check, container_check: Check) -> bool:
+    """Whether each character of the str *value*, checked as an item of a ``Sequence``, ``Iterable`` ...
+    of str by *container_check*, passes *item_check*.
+
+    A character is a str whose one item is itself: where checking it comes back to the same check
+    of a str (``X = int | Sequence["X"]``), typing takes it as passing, as mypy does, and so does this,
+    rather than recur for ever.
+    """
+    assumed: set[int] | None = getattr(_strings, "assumed", None)
+    if assumed is None:
+        assumed = _strings.assumed = set()
+    if id(container_check) in assumed:
+        return True
+    assumed.add(id(container_check))
+    try:
+        return all(map(item_check, value))
+    finally:
+        assumed.discard(id(container_check))
+
+
+_strings: Final = threading.local()
+"""The checks of a container whose str items ``_characters`` checks now, in this thread."""
 
 
 def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismatch | None:
@@ -245,6 +272,8 @@ def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
     def check(value: object) -> bool:
         if not isinstance(value, abc):
             return False
+        if type(value) is str:
+            return _characters(value, item_check, check)
         return type(value) not in _ITERATED or all(map(item_check, value))  # type: ignore[call-overload]
 
     def explain(value: object, path: str) -> _Mismatch | None:
@@ -583,6 +612,9 @@ _KINDS: Final = ("comment", "ellipsis", "string", "unterminated", "name", "numbe
 
 _LITERAL_NAMES: Final[dict[str, object]] = {"True": True, "False": False, "None": None}
 _BRACKETS: Final = {"[": "]", "(": ")", "{": "}"}
+_CLOSING: Final = frozenset(_BRACKETS.values())
+_MAX_NESTING: Final = 200
+"""How many brackets Python's tokenizer lets stand open at once."""
 
 
 class _Unresolved(Exception):
@@ -615,7 +647,7 @@ def _quoted(text: str) -> str | bytes:
             return body
         # The parser's own step before the decoder: each character beyond ASCII becomes its escape, and a
         # backslash before one escapes itself (the character is no escape).
-        return codecs.decode(_BEYOND_ASCII.sub(_escaped, body), "unicode_escape")
+        return codecs.unicode_escape_decode(_BEYOND_ASCII.sub(_escaped, body))[0]
     except (UnicodeDecodeError, ValueError, Warning):  # an escape Python refuses (``'\\x1'``), or warns of
         raise _Unresolved(text) from None  # where warnings are errors (``'\\q'``), as its parser does
 
@@ -628,6 +660,14 @@ def _escaped(match: re.Match[str]) -> str:
     if character is not None:
         return f"\\U{ord(character):08x}"
     return match[0] if after_backslash.isascii() else f"\\u005c\\U{ord(after_backslash):08x}"
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _number(text: str) -> int:
@@ -647,11 +687,13 @@ class _Parser:
 
     def __init__(self, text: str, namespaces: tuple[Mapping[str, Any], ...]) -> None:
         self.tokens: list[tuple[str, str]] = []
-        if text[:1].isspace():  # Python refuses an indented expression
+        # Python refuses an indented expression, a NUL and a lone surrogate (not UTF-8) in source text.
+        if text[:1].isspace() or "\x00" in text or not _is_utf8(text):
             raise _Unresolved(text)
         text = _NEWLINE.sub("\n", text)  # as Python reads source text: ``\`` then CR LF continues a line
         position = 0
         end = len(text.rstrip(_WHITESPACE))
+        depth = 0
         while position < end:
             match = _TOKEN.match(text, position)
             if match is None:
@@ -660,7 +702,11 @@ class _Parser:
             if kind == "unterminated":
                 raise _Unresolved("a string that does not end")
             if kind != "comment":
-                self.tokens.append((kind, match.group(_KINDS.index(kind) + 1)))
+                token = match.group(_KINDS.index(kind) + 1)
+                self.tokens.append((kind, token))
+                depth += (token in _BRACKETS) - (token in _CLOSING)
+                if depth > _MAX_NESTING:  # Python's tokenizer: "too many nested parentheses"
+                    raise _Unresolved(text)
             position = match.end()
         self.namespaces = namespaces
         self.next = 0

@@ -174,9 +174,9 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     package, is searched only when named itself: it may hold scripts that
     were never meant to be imported, as ``__main__`` modules are not.
     Classes nested in classes count, and so do live classes made in a
-    function (a factory's) that the module keeps only in a dict or a list;
-    classes a module only imports from elsewhere, and abstract classes (they
-    have no instances), do not.  A
+    function (a factory's, that the module keeps only in a dict or a list;
+    or that code elsewhere made and holds); classes a module only imports
+    from elsewhere, and abstract classes (they have no instances), do not.  A
     class is the module's if its ``__module__`` says so: on 3.10 and 3.11,
     give ``make_dataclass`` ``namespace={"__module__": __name__}``, since it
     names the ``types`` module there.  The order is that of the modules,

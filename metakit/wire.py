@@ -2166,22 +2166,23 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
 
     def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
         super().__init__(data, allowed)
-        self.found: list[tuple[object, str]] = []
-        """The globals found so far, and their names."""
+        self.found: dict[int, tuple[object, str]] = {}
+        """The globals found so far, and their names, by identity: each once, however often a pickle
+        names it (a chain of a global's instances names it at every link)."""
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
         found = super().find_class(module_name, global_name)
-        self.found.append((found, f"{module_name}.{global_name}"))
+        self.found.setdefault(id(found), (found, f"{module_name}.{global_name}"))
         return found
 
     def unchanged(self, target: object, opcode: bytes) -> None:
         """Refuse *opcode* if it would change *target*, a global of this process."""
-        for found, name in self.found:
-            if target is found:
-                raise WireError(
-                    f"a pickled value would change {_shown(name)} in place (opcode {opcode!r}): "
-                    "allow_pickle lets a pickle use the globals it lists, never change them"
-                )
+        found = self.found.get(id(target))
+        if found is not None and found[0] is target:
+            raise WireError(
+                f"a pickled value would change {_shown(found[1])} in place (opcode {opcode!r}): "
+                "allow_pickle lets a pickle use the globals it lists, never change them"
+            )
 
 
 def _guarded(opcode: bytes, target: Callable[[Any], object]) -> Callable[[Any], None]:

@@ -12,6 +12,7 @@ import ast
 import datetime
 import functools
 import re
+import subprocess
 import sys
 import time
 import types
@@ -657,6 +658,7 @@ _AS_TEXT: list[tuple[str, object, object]] = [
     ("Annotated[int, 'note \\\n] | bytes'] | str", "text", b"x"),  # a continued line in a string
     ("Literal[1,  # one\r 2]", 2, 3),  # a comment ends at a carriage return, as Python's does
     ("list[None.real] | int", [1], "1"),  # no type there: any value where it stands (an outside tester)
+    ("Literal[" + "(" * 199 + "1" + ")" * 199 + "]", 1, 2),  # 200 brackets open, as many as Python takes
 ]
 
 
@@ -715,30 +717,52 @@ def _check_literal_as_python_reads_it(text: str) -> None:
         wire.pack(cls(other))
 
 
-def test_reading_string_literals_in_an_annotation_compiles_nothing() -> None:
-    # The parser read each with ast.literal_eval, which compiles: an audit event on a receiver
-    # that a hook watching ``compile`` takes for code from the peer (an outside tester).
-    sender = _annotated_as("Sender", "object")
-    receiver = _annotated_as("Receiver", "Literal['a\\n', b'x\\x00', u'\u00e9', r'\\d'] | None")
-    header, buffers = wire.pack(sender("a\n"))
-    start = 8 + 9 * wire.buffer_count(header)
-    body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
-    body[0] = f"{__name__}:{receiver.__qualname__}"
-    events: list[str] = []
-    watching = [True]
-    sys.addaudithook(lambda event, _: events.append(event) if watching[0] and event == "compile" else None)
+_LITERALS_RECEIVED = r"""
+import sys
+from dataclasses import make_dataclass
+from typing import Literal
+import msgspec
+from metakit import ZeroCopy, wire
+
+Receiver = make_dataclass(
+    "Receiver",
+    [("value", "Literal['a\\n', b'x\\x00', u'\u00e9', r'\\d', '\\N{LATIN SMALL LETTER A}'] | None")],
+    bases=(ZeroCopy,),
+    namespace={"__module__": __name__},
+)
+Sender = make_dataclass("Sender", [("value", object)], bases=(ZeroCopy,), namespace={"__module__": __name__})
+header, buffers = wire.pack(Sender("x"))
+start = 8 + 9 * wire.buffer_count(header)
+body = msgspec.msgpack.decode(header[start:], ext_hook=msgspec.msgpack.Ext)
+body[0] = f"{__name__}:Receiver"
+events = []
+sys.addaudithook(lambda event, arguments: events.append((event, str(arguments)[:60])) if event in WATCHED else None)
+WATCHED = ("compile", "exec", "import")
+for value, expected in [("a\n", True), (b"x\x00", True), ("\u00e9", True), ("\\d", True), ("a", True), ("b", False)]:
+    body[3] = [value]
     try:
-        for value, expected in [("a\n", True), (b"x\x00", True), ("\u00e9", True), ("\\d", True), ("a", False)]:
-            body[3] = [value]
-            sent = header[:start] + msgspec.msgpack.encode(body)
-            if expected:
-                assert wire.unpack(sent, buffers) == receiver(value)
-            else:
-                with pytest.raises(WireError, match="Expected"):
-                    wire.unpack(sent, buffers)
-    finally:
-        watching[0] = False
-    assert events == []
+        got = wire.unpack(header[:start] + msgspec.msgpack.encode(body), buffers)
+    except wire.WireError as error:
+        assert not expected and "Expected" in str(error), (value, error)
+    else:
+        assert expected and got == Receiver(value), (value, got)
+print(events)
+"""
+
+
+def test_reading_string_literals_in_an_annotation_compiles_and_imports_nothing() -> None:
+    # The parser read each with ast.literal_eval, which compiles; then with the unicode_escape codec,
+    # which a receiver imported: audit events that a hook watching for code from the peer sees
+    # (outside testers).  In a fresh interpreter, where nothing was read before.
+    run = subprocess.run(
+        [sys.executable, "-W", "ignore::UserWarning", "-c", _LITERALS_RECEIVED],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(
@@ -760,6 +784,9 @@ def test_reading_string_literals_in_an_annotation_compiles_nothing() -> None:
         "list[lambda]",  # a keyword
         "'''int' | list[int]",  # a triple quote that does not end
         "list[' int']",
+        "Literal['a\x00']",  # a NUL: Python reads no source text that holds one (an outside tester)
+        "Literal['\ud800']",  # a lone surrogate: not UTF-8
+        "Literal[" + "(" * 200 + "1" + ")" * 200 + "]",  # 201 brackets open: Python's tokenizer stops at 200
     ],
 )
 def test_an_annotation_the_parser_cannot_read_takes_any_plain_value(text: str) -> None:
@@ -852,6 +879,32 @@ def test_forward_references_inside_live_annotations_are_read_when_a_record_first
 # (Found by an outside tester: such a field took any value.)
 _T = TypeVar("_T")
 BlockIds = typing_extensions.TypeAliasType("BlockIds", list[int])
+SeqTree = Union[int, Sequence["SeqTree"]]  # noqa: UP007
+IterTree = Union[int, Iterable["IterTree"]]  # noqa: UP007
+
+
+@dataclass
+class Trees(ZeroCopy):
+    seq: SeqTree = 0
+    it: IterTree = 0
+
+
+def test_a_str_under_a_recursive_alias_through_sequence_or_iterable_matches_as_in_typing() -> None:
+    # A str's item is a str, whose item is itself: its check recurred until refused as "holding
+    # itself", where mypy takes `x: SeqTree = "ab"` (an outside tester).
+    for good in (Trees(seq="ab"), Trees(it={"k": 1}), Trees(seq=[1, ["ab", [2]]]), Trees(it=["", "x"])):
+        assert wire.unpack(*wire.pack(good)) == good
+        header, buffers = wire.pack(Trees())
+        body = msgspec.msgpack.decode(header[8 + 9 * wire.buffer_count(header) :], ext_hook=msgspec.msgpack.Ext)
+        assert body[2] is None  # the values of both fields, in order: the receiver checks these too
+        assert wire.unpack(_with_value(Trees(), 0, good.seq), buffers).seq == good.seq
+        assert wire.unpack(_with_value(Trees(), 1, good.it), buffers).it == good.it
+    with pytest.raises(TypeError, match=r"Expected `int \| Sequence`, got `float` - at `\$\.seq\[1\]\[0\]`"):
+        wire.pack(Trees(seq=[1, [2.5]]))
+    with pytest.raises(WireError, match=r"got `float`"):
+        wire.unpack(_with_value(Trees(), 1, ["a", 2.5]), wire.pack(Trees()).buffers)
+
+
 Json = typing_extensions.TypeAliasType("Json", Union[int, str, list["Json"], None])  # noqa: UP007
 Pair = typing_extensions.TypeAliasType("Pair", tuple[_T, _T], type_params=(_T,))
 
