@@ -200,7 +200,7 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     for found in modules:
         for value in vars(found).values():
             _collect(value, found.__name__, classes)
-        for cls in live:  # those a module holds only in a container (a factory's), after those it names
+        for cls in live:  # then the live ones that name it as their module but that it does not name (a factory's)
             _collect(cls, found.__name__, classes)
     chosen = [cls for cls in classes if _is_checkable(cls)]
     if not chosen:
