@@ -207,8 +207,6 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
     item_check, kinds = item.check, item.kinds
 
     def each(value: object) -> bool:
-        if type(value) is str and str in container:
-            return _characters(value, item_check, each)
         return isinstance(value, container) and all(map(item_check, value))  # type: ignore[call-overload]
 
     def of_kinds(value: object) -> bool:  # list[int], the usual list: the items' types gathered in C
@@ -225,30 +223,6 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
 
     exact = list[item.exact] if container == (list,) and item.exact is not Any else Any  # type: ignore[name-defined]
     return _Spec(check, name, explain, lists=kinds if list in container else frozenset(), exact=exact)
-
-
-def _characters(value: str, item_check: Check, container_check: Check) -> bool:
-    """Whether each character of the str *value*, checked as an item of a ``Sequence``, ``Iterable`` ...
-    of str by *container_check*, passes *item_check*.
-
-    A character is a str whose one item is itself: where checking it comes back to the same check
-    of a str (``X = int | Sequence["X"]``), typing takes it as passing, as mypy does, and so does this,
-    rather than recur for ever.
-    """
-    assumed: set[int] | None = getattr(_strings, "assumed", None)
-    if assumed is None:
-        assumed = _strings.assumed = set()
-    if id(container_check) in assumed:
-        return True
-    assumed.add(id(container_check))
-    try:
-        return all(map(item_check, value))
-    finally:
-        assumed.discard(id(container_check))
-
-
-_strings: Final = threading.local()
-"""The checks of a container whose str items ``_characters`` checks now, in this thread."""
 
 
 def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismatch | None:
@@ -272,8 +246,6 @@ def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
     def check(value: object) -> bool:
         if not isinstance(value, abc):
             return False
-        if type(value) is str:
-            return _characters(value, item_check, check)
         return type(value) not in _ITERATED or all(map(item_check, value))  # type: ignore[call-overload]
 
     def explain(value: object, path: str) -> _Mismatch | None:
@@ -371,14 +343,19 @@ def _recursive(text: str, slot: list[_Spec]) -> _Spec:
     checked as deep as it goes, which the wire bounds (``MAX_DEPTH``).  Each
     part of the value is checked against it once per check of the whole: a
     union of two lists of such aliases would otherwise try both at every
-    level, twice as long for each level deeper.
+    level, twice as long for each level deeper.  A str met again in its own
+    check passes: its one item is itself (``X = int | Sequence["X"]``), and
+    typing takes it so.  Any other value met so holds itself, and its check
+    recurs until the stack runs out (the wire's "holds itself").
     """
 
     def check(value: object) -> bool:
-        return _once(("check", id(slot), id(value)), lambda: slot[0].check(value))
+        meanwhile = True if type(value) is str else _RECUR
+        return _once(("check", id(slot)), value, lambda: slot[0].check(value), meanwhile)
 
     def explain(value: object, path: str) -> _Mismatch | None:
-        return _once(("explain", id(slot), id(value), path), lambda: slot[0].explain(value, path))
+        meanwhile = None if type(value) is str else _RECUR
+        return _once(("explain", id(slot), path), value, lambda: slot[0].explain(value, path), meanwhile)
 
     return _Spec(check, text, explain)
 
@@ -386,18 +363,24 @@ def _recursive(text: str, slot: list[_Spec]) -> _Spec:
 _T = TypeVar("_T")
 _results: Final = threading.local()
 """``_once``'s results during one check of a whole value, in this thread."""
+_RECUR: Final[Any] = object()
 
 
-def _once(key: tuple[object, ...], work: Callable[[], _T]) -> _T:
-    """``work()``, done once per *key* while the outermost call here runs (the value checked stays alive)."""
+def _once(key: tuple[object, ...], value: object, work: Callable[[], _T], meanwhile: _T = _RECUR) -> _T:
+    """``work()`` on *value*, done once per *key* and *value* while the outermost call here runs (which keeps
+    each *value* alive: a str's characters are made as they are read).  Met again while its work runs, it
+    is *meanwhile*, if given; else its work runs again."""
     results: dict[tuple[object, ...], Any] | None = getattr(_results, "made", None)
     outermost = results is None
     if results is None:
         results = _results.made = {}
+    key = (*key, id(value))
     try:
         if key not in results:
-            results[key] = work()
-        return results[key]  # type: ignore[no-any-return]
+            if meanwhile is not _RECUR:
+                results[key] = (value, meanwhile)
+            results[key] = (value, work())
+        return results[key][1]  # type: ignore[no-any-return]
     finally:
         if outermost:
             _results.made = None
