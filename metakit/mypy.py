@@ -57,6 +57,7 @@ from mypy.types import (
     Instance,
     LiteralType,
     NoneType,
+    ProperType,
     TupleType,
     Type,
     TypedDictType,
@@ -671,10 +672,7 @@ def _method_receivers(typ: Type, method: str) -> list[Instance] | None:
     mypy checks a call on a union once per item; one on a ``TypeVar`` bound
     to a union comes here once, for every item of its bound.
     """
-    proper = get_proper_type(typ)
-    if isinstance(proper, TypeVarType):
-        proper = get_proper_type(proper.upper_bound)
-    items = [_instance(item) for item in (proper.relevant_items() if isinstance(proper, UnionType) else [proper])]
+    items = [_instance(item) for item in _alternatives(typ)]
     receivers = [item for item in items if item is not None]
     if len(receivers) != len(items) or not all(_generated(receiver.type, method) for receiver in receivers):
         return None
@@ -682,10 +680,21 @@ def _method_receivers(typ: Type, method: str) -> list[Instance] | None:
 
 
 def _instance(typ: Type) -> Instance | None:
-    typ = get_proper_type(typ)
-    if isinstance(typ, TypeVarType):  # e.g. ``self: Self``
-        typ = get_proper_type(typ.upper_bound)
-    return typ if isinstance(typ, Instance) else None
+    bound = _bound(typ)  # ``self: Self`` too
+    return bound if isinstance(bound, Instance) else None
+
+
+def _bound(typ: Type) -> ProperType:
+    """*typ*, or the bound of the ``TypeVar`` it is."""
+    proper = get_proper_type(typ)
+    return get_proper_type(proper.upper_bound) if isinstance(proper, TypeVarType) else proper
+
+
+def _alternatives(typ: Type) -> list[ProperType]:
+    """What a value of *typ* may be: the items of a union, or of the union a ``TypeVar`` is bound to; else
+    *typ*, or its bound."""
+    bound = _bound(typ)
+    return [get_proper_type(item) for item in bound.relevant_items()] if isinstance(bound, UnionType) else [bound]
 
 
 def _generated(info: TypeInfo, method: str) -> bool:
@@ -704,12 +713,8 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
     obj = _argument(ctx, 0)
     if obj is None or obj.type is None:  # given through ``*args``: its type is the sequence's, not the object's
         return None
-    given = get_proper_type(obj.type)
-    if isinstance(given, TypeVarType):  # bound to a union: each item of its bound (an outside tester)
-        given = get_proper_type(given.upper_bound)
     receivers: list[Instance] = []
-    for item in given.relevant_items() if isinstance(given, UnionType) else [given]:
-        typ = get_proper_type(item)
+    for typ in _alternatives(obj.type):  # a TypeVar bound to a union: each of its items (an outside tester)
         cls = typ.type_object() if isinstance(typ, CallableType) and typ.is_type_obj() else None
         if isinstance(typ, TypeType) and isinstance(typ.item, Instance):
             cls = typ.item.type
@@ -804,6 +809,12 @@ def _literal_names(skip: _Given | None) -> tuple[list[tuple[str, Expression]], b
         and expr.arg_kinds == [ARG_POS]
     ):
         expr = expr.args[0]  # ``frozenset({"a", "b"})``: the names of the display it is made of
+    return _display_names(expr)
+
+
+def _display_names(expr: Expression) -> tuple[list[tuple[str, Expression]], bool]:
+    """``_literal_names`` of the expression *expr*: of a display, those written as strings in it or in a
+    display it unpacks (``*{"a"}``), and whether they are all."""
     if isinstance(expr, DictExpr):  # a dict's names are its keys
         items: list[Expression | None] = [key for key, _ in expr.items]
     elif isinstance(expr, (SetExpr, ListExpr, TupleExpr)):
@@ -815,12 +826,10 @@ def _literal_names(skip: _Given | None) -> tuple[list[tuple[str, Expression]], b
     for item in items:
         if isinstance(item, StrExpr):
             names.append((item.value, item))
-        elif isinstance(item, StarExpr) and isinstance(item.expr, (SetExpr, ListExpr, TupleExpr)):
-            inner, whole = _literal_names(_Given(item.expr, None))  # ``*{"a", "b"}``: its names too
-            names += inner
-            complete = complete and whole
-        else:
-            complete = False
+            continue
+        inner, whole = _display_names(item.expr) if isinstance(item, StarExpr) else ([], False)
+        names += inner
+        complete = complete and whole
     return names, complete
 
 
@@ -828,10 +837,7 @@ def _check_not_str(api: CheckerPluginInterface, expr: Expression, typ: Type) -> 
     """A ``skip_fields`` that may be a ``str`` (a literal, a subclass, an ``Optional[str]``, a ``TypeVar``
     bound to one): the call raises ``SkipFieldsError``."""
     str_type = api.named_generic_type("builtins.str", [])
-    proper = get_proper_type(typ)
-    if isinstance(proper, TypeVarType):
-        proper = get_proper_type(proper.upper_bound)
-    items = [get_proper_type(item) for item in proper.relevant_items()] if isinstance(proper, UnionType) else [proper]
+    items = _alternatives(typ)
     # (Any and Never are subtypes of everything: they say nothing.)
     if any(isinstance(item, (Instance, LiteralType)) and is_subtype(item, str_type) for item in items):
         hint = f"; write skip_fields={{{expr.value!r}}}" if isinstance(expr, StrExpr) else ""

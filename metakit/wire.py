@@ -2177,8 +2177,8 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
 
     def unchanged(self, target: object, opcode: bytes) -> None:
         """Refuse *opcode* if it would change *target*, a global of this process."""
-        found = self.found.get(id(target))
-        if found is not None and found[0] is target:
+        found = self.found.get(id(target))  # kept in the dict, a global's id is its own
+        if found is not None:
             raise WireError(
                 f"a pickled value would change {_shown(found[1])} in place (opcode {opcode!r}): "
                 "allow_pickle lets a pickle use the globals it lists, never change them"
