@@ -104,6 +104,8 @@ _OWN_IMPORTS: Final = {
     "typing_extensions": ["TypedDict", "Unpack"],  # with PEP 728's extra_items on every version
     "_typeshed": ["Incomplete"],
 }
+_OWN_NAMES: Final = {f"_{name}": (module, name) for module, names in _OWN_IMPORTS.items() for name in names}
+"""Each name the stub gives one of its own imports, and what it imports under it."""
 _SELF: Final = frozenset({"typing.Self", "typing_extensions.Self"})
 _SKIP_FIELDS: Final = "_Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str]"  # any iterable but a str
 _PLACEHOLDER: Final = "__metakit_"  # stands in a template for the type numbered after it
@@ -292,6 +294,8 @@ class _Additions:
                 _nested_classes_last(cdef)
                 cdef.defs.body += self._properties(cls, cdef)
             if _is_zerocopy_dataclass(cls):
+                if not self.given:  # the first record: the stub imports its own names
+                    self._check_own_imports()
                 self._check_free(cls, prefix)
                 # The class's body holds its methods, and the body around it its TypedDicts.
                 parts = prefix.split(".")[:-1]
@@ -304,7 +308,7 @@ class _Additions:
         for node, _, prefix in _statements(self.source.tree.defs):
             if not prefix and isinstance(node, AssignmentStmt):
                 _as_alias(node, self.source)
-        own = [ImportFrom(module, 0, [(name, f"_{name}") for name in names]) for module, names in _OWN_IMPORTS.items()]
+        own = [ImportFrom(module, 0, [(name, alias)]) for alias, (module, name) in _OWN_NAMES.items()]
         self.source.tree.defs[:0] = [*own, *(Import([(module, None)]) for module in self.imports)]
         # mypy's generator re-exports an imported name that the module never refers to.  The names that
         # only the left-out arguments of ``field(...)`` referred to (``OMIT``) are referred to still, by
@@ -313,27 +317,27 @@ class _Additions:
         if lost:
             self.source.tree.defs.append(ExpressionStmt(TupleExpr([NameExpr(name) for name in sorted(lost)])))
 
-    def _check_free(self, cls: type, prefix: str) -> None:
-        """Refuse to write a ``TypedDict`` under a name that the module itself gives something else, or
-        a stub whose own imports (``_TypedDict``, ``_Set``, ...) the module's names would replace."""
-        # The names the module binds: those it defines, and those it imports.  One bound to the very
-        # object the stub imports under it (``from typing import Any as _Any``) is no clash.
+    def _check_own_imports(self) -> None:
+        """Refuse a stub whose own imports (``_TypedDict``, ``_Set``, ...) the module's names would replace.
+        A name bound to the very object the stub imports under it (``from typing import Any as _Any``)
+        is no clash."""
         tracker = self.source.names.import_tracker
-        defined = {*self.source.names.defined_names, *tracker.module_for}
-        taken = [
-            f"_{name}"
-            for module, names in _OWN_IMPORTS.items()
-            for name in names
-            if f"_{name}" in self.source.names.defined_names
-            or tracker.module_for.get(f"_{name}", module) != module
-            or tracker.reverse_alias.get(f"_{name}", name) != name
-            or _bound_otherwise(self.source.module, module, name)
-        ]
-        if taken:
-            raise NameClash(
-                f"{self.source.module.__name__} defines or imports {taken[0]}, a name that its stub gives one of its"
-                " own imports: rename it"
-            )
+        for alias, (module, name) in _OWN_NAMES.items():
+            if (
+                alias in self.source.names.defined_names
+                or tracker.module_for.get(alias, module) != module
+                or tracker.reverse_alias.get(alias, name) != name
+                or _bound_otherwise(self.source.module, alias, module, name)
+            ):
+                raise NameClash(
+                    f"{self.source.module.__name__} defines or imports {alias}, a name that its stub gives one of"
+                    " its own imports: rename it"
+                )
+
+    def _check_free(self, cls: type, prefix: str) -> None:
+        """Refuse to write a ``TypedDict`` under a name that the module itself gives something else."""
+        # The names the module binds: those it defines, and those it imports.
+        defined = {*self.source.names.defined_names, *self.source.names.import_tracker.module_for}
         outer = self.source.runtime_class(prefix[:-1]) if prefix else None
         for suffix in ("Dict", "PartialDict"):
             name = f"{cls.__name__}{suffix}"
@@ -928,10 +932,10 @@ def _field_for_stub(call: CallExpr, field_names: frozenset[str]) -> Expression:
     return CallExpr(call.callee, list(kept.values()), [ARG_NAMED] * len(kept), list(kept))
 
 
-def _bound_otherwise(module: types.ModuleType, source: str, name: str) -> bool:
-    """Whether *module* binds ``_name`` at run time to anything but *source*'s *name*, as the stub
+def _bound_otherwise(module: types.ModuleType, alias: str, source: str, name: str) -> bool:
+    """Whether *module* binds *alias* at run time to anything but *source*'s *name*, as the stub
     imports it: ``from helpers import *`` binds names that no statement of the module shows."""
-    value = vars(module).get(f"_{name}", _UNBOUND)
+    value = vars(module).get(alias, _UNBOUND)
     if value is _UNBOUND:
         return False
     try:
@@ -947,14 +951,13 @@ def _check_members_free(qualname: str, cdef: ClassDef) -> None:
     """Refuse a class, or a class around one, with a member named as one of the stub's own imports:
     what the stub adds in its body names ``_overload``, ``_TypedDict``, ..., which the member would
     stand for there."""
-    own = {f"_{name}" for names in _OWN_IMPORTS.values() for name in names}
     for node in cdef.defs.body:
         if isinstance(node, AssignmentStmt):
             names = [lvalue.name for lvalue in node.lvalues if isinstance(lvalue, NameExpr)]
         else:
             names = [node.name] if isinstance(node, (ClassDef, Decorator, FuncDef, OverloadedFuncDef)) else []
         for name in names:
-            if name in own:
+            if name in _OWN_NAMES:
                 raise NameClash(
                     f"{qualname} has a member named {name}, a name that its stub gives one of its own imports:"
                     " rename it"
