@@ -48,13 +48,28 @@ class Refused(TypeError):
 
 
 class Encoder(NamedTuple):
-    """A record class's generated ``encode``, and what must still hold for it to apply."""
+    """A record class's generated ``encode`` and ``usual``, and what must still hold for them to apply."""
 
     encode: Callable[[object, Any], list[Any]]
+    usual: Callable[[object, int], Usual | None]
+    """``pack``'s way for the usual record: see ``make_encoder``."""
     asdict: object
     """The class's own generated ``asdict_zerocopy``: ``encode`` reads what it returns, while the class holds it."""
     getstate: object
     """The class's ``__getstate__`` (Python's or dataclasses'), which sends what ``asdict_zerocopy`` says."""
+
+
+class Usual(NamedTuple):
+    """A usual record as the generated ``usual`` reads it: what ``pack`` sends, with no more checks to make."""
+
+    values: list[Any]
+    """The values the header holds, each tensor's as its usual spec."""
+    moves: list[tuple[int, int, int]]
+    """The small tensors' bytes, each ``(offset in the shared buffer, address, size)``."""
+    nbytes: int
+    """The size of the shared buffer."""
+    own: list[tuple[torch.Tensor, int]]
+    """The large tensors, each with its size: buffers 1 on."""
 
 
 class Checked(NamedTuple):
@@ -74,6 +89,12 @@ class Builder(NamedTuple):
     checked: tuple[Checked, ...]
     """The other fields, each checked in Python."""
     names: tuple[str, ...]
+    usual: msgspec.msgpack.Decoder[tuple[Any, ...]] | None
+    """Reads the usual record's values for ``unpack``'s way: typed as ``values``, but each field that takes a
+    tensor, and perhaps ``None``, and nothing else (those at *tensors*) is read as its extension value, left to
+    the caller to check and make.  ``None`` where any other field is not exact."""
+    tensors: tuple[int, ...]
+    """The positions of the fields that ``usual`` reads as extension values."""
     init: types.CodeType | None
     """The code of the class's ``__init__`` if its first parameters are *names*, in order: while the class's
     ``__init__`` runs that code (and neither a ``__new__`` of its own nor a metaclass ``__call__`` comes
@@ -86,6 +107,10 @@ class Builder(NamedTuple):
             kind = type(value)
             if kind not in passing and not (kind is list and lists and lists.issuperset(map(type, value))):
                 field(cls, name, value)
+        return self.call(cls, values)
+
+    def call(self, cls: Any, values: tuple[Any, ...] | list[Any]) -> object:
+        """Call *cls* with *values*, checked, one per name."""
         if (
             self.init is not None
             and getattr(cls.__init__, "__code__", None) is self.init
@@ -129,7 +154,19 @@ def make_builder(
         if decoded is Any
     )
     values = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(exact)), ext_hook=ext_hook)
-    return Builder(values, checked, names, init)
+    tensors = tuple(position for position, name, _, _ in checked if _tensor_alone(checks.passing(name)))
+    usual = None
+    if len(tensors) == len(checked):
+        for position in tensors:
+            takes_none = type(None) in checks.passing(names[position])
+            exact[position] = msgspec.msgpack.Ext | None if takes_none else msgspec.msgpack.Ext
+        usual = msgspec.msgpack.Decoder(tuple.__class_getitem__(tuple(exact)))
+    return Builder(values, checked, names, usual, tensors, init)
+
+
+def _tensor_alone(passing: frozenset[type]) -> bool:
+    """Whether a field whose values of the types *passing* pass takes a tensor, perhaps ``None``, and no other."""
+    return torch.Tensor in passing and passing <= {torch.Tensor, type(None)}
 
 
 def _decodable(exact: object) -> object:
@@ -142,19 +179,93 @@ def _decodable(exact: object) -> object:
 
 
 def make_encoder(
-    qualname: str, names: tuple[str, ...], checks: FieldChecks, asdict: object, getstate: object
+    qualname: str,
+    names: tuple[str, ...],
+    checks: FieldChecks,
+    asdict: object,
+    getstate: object,
+    *,
+    usual_spec: Callable[[torch.Tensor, int, int, int], Any],
+    align: int,
 ) -> Encoder:
-    """Generate ``encode`` for the class whose travelling fields are *names* (none of them ``_source.unwritable``)."""
-    namespace: dict[str, Any] = {"Tensor": torch.Tensor, "Refused": Refused}
+    """Generate ``encode`` and ``usual`` for the class whose travelling fields are *names* (none of them
+    ``_source.unwritable``).
+
+    ``usual(obj, own_below)`` is ``pack``'s way for the usual record, whose
+    every value passes by its type alone and whose tensors are each on the
+    CPU, contiguous, of a dtype in the table, and of a storage of its own.
+    It keeps no other account: it returns a ``Usual``, or ``None`` as soon
+    as a value is not usual, and the general way then packs the record.
+    *usual_spec(tensor, end, own, own_below)* is the usual *tensor*'s spec
+    (at *end* of the shared buffer if under *own_below* bytes, else at the
+    start of buffer *own*), or ``None``; a small tensor's bytes start at a
+    multiple of *align*.
+    """
+    namespace: dict[str, Any] = {
+        "Tensor": torch.Tensor,
+        "Refused": Refused,
+        "Usual": Usual,
+        "spec": usual_spec,
+        "align": align,
+        "storage": _storage,
+    }
     lines = ["def encode(obj, packer):", "    tensor = packer.tensor", "    field = packer.field"]
+    usual = ["def usual(obj, own_below):", "    moves = []", "    own = []", "    tensors = []", "    end = 0"]
     for index, name in enumerate(names):
         passing, lists = checks.passing(name), checks.lists(name)
         namespace[f"lists{index}"], namespace[f"as_is{index}"] = lists, passing & _AS_IS
         lines.append(f"    v{index} = obj.{name}")
         lines += _encode_value(index, name, passing, lists)
-    lines.append(f"    return [{', '.join(f'v{index}' for index in range(len(names)))}]")
-    exec(compile("\n".join(lines) + "\n", f"<metakit.wire {qualname}>", "exec"), namespace)
-    return Encoder(namespace["encode"], asdict, getstate)
+        usual.append(f"    v{index} = obj.{name}")
+        usual += _usual_value(index, passing, lists)
+    values = ", ".join(f"v{index}" for index in range(len(names)))
+    lines.append(f"    return [{values}]")
+    usual += [
+        # Two tensors of one storage may be views of each other: the general way sends such a tensor as a view.
+        "    if len(tensors) > 1 and len(set(map(storage, tensors))) != len(tensors):",
+        "        return None",
+        f"    return Usual([{values}], moves, end, own)",
+    ]
+    source = "\n".join(lines) + "\n\n" + "\n".join(usual) + "\n"
+    exec(compile(source, f"<metakit.wire {qualname}>", "exec"), namespace)
+    return Encoder(namespace["encode"], namespace["usual"], asdict, getstate)
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    """Where the storage of the CPU *tensor* starts: the same for two tensors that share it."""
+    return tensor.untyped_storage().data_ptr()
+
+
+def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -> list[str]:
+    """The lines of ``usual`` that check ``v<index>`` and, for a tensor, place it: ``return None`` if not usual."""
+    value = f"v{index}"
+    lines = []
+    branch = "if"
+    if torch.Tensor in passing:
+        lines += [
+            f"    if type({value}) is Tensor:",
+            f"        spec_ = spec({value}, end, len(own) + 1, own_below)",
+            "        if spec_ is None:",
+            "            return None",
+            f"        nbytes = {value}.nbytes",
+            "        if nbytes < own_below:",
+            f"            moves.append((end, {value}.data_ptr(), nbytes))",
+            "            end += nbytes + (-nbytes % align)",
+            "        else:",
+            f"            own.append(({value}, nbytes))",
+            f"        tensors.append({value})",
+            f"        {value} = spec_",
+        ]
+        branch = "elif"
+    if lists and lists <= _AS_IS:
+        lines += [
+            f"    {branch} type({value}) is list:",
+            f"        if not lists{index}.issuperset(map(type, {value})):",
+            "            return None",
+        ]
+        branch = "elif"
+    lines += [f"    {branch} type({value}) not in as_is{index}:", "        return None"]
+    return lines
 
 
 def _encode_value(index: int, name: str, passing: frozenset[type], lists: frozenset[type]) -> list[str]:

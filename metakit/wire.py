@@ -432,7 +432,15 @@ class _Codec:
             asdict = vars(cls).get("asdict_zerocopy")
             names = self.default_names
             self._encoder = (
-                make_encoder(cls.__qualname__, names, self.checks(cls), asdict, getattr(cls, "__getstate__", None))
+                make_encoder(
+                    cls.__qualname__,
+                    names,
+                    self.checks(cls),
+                    asdict,
+                    getattr(cls, "__getstate__", None),
+                    usual_spec=_usual_spec,
+                    align=ALIGN,
+                )
                 if holds_generated(vars(cls), asdict)
                 and _custom_getstate(cls) is None
                 and self.callable_with(cls, names)
@@ -1111,6 +1119,36 @@ class _Packer:
         return None
 
 
+def _usual_spec(tensor: torch.Tensor, end: int, own: int, own_below: int) -> msgspec.msgpack.Ext | None:
+    """The spec of the usual *tensor*, or ``None`` for any other: ``pack``'s way for the usual record.
+
+    A usual tensor lies on the CPU, is contiguous and of a dtype in the
+    table, holds 1 to 2**32 - 1 bytes, and is exactly its bytes (no
+    conjugate or negative bit, no grad).  Under *own_below* bytes it lies at
+    byte *end* of the shared buffer, else at the start of buffer *own*.
+    """
+    code = _TENSOR_DTYPE_CODES.get(tensor.dtype)
+    if (
+        code is None
+        or not tensor.is_cpu
+        or tensor.layout is not _STRIDED
+        or tensor.is_nested
+        or tensor.requires_grad
+        or not tensor.is_contiguous()
+        or tensor.is_conj()
+        or tensor.is_neg()
+    ):
+        return None
+    nbytes = tensor.nbytes
+    shape = tensor.shape
+    if not 0 < nbytes < _U32 or end >= _U32 or len(shape) > _MAX_DIMS:
+        return None
+    buffer, offset = (0, end) if nbytes < own_below else (own, 0)
+    return _Ext(
+        _TENSOR, _USUAL_SPECS[_USUAL_SIZE + 4 * len(shape)].pack(code, _USUAL_TAGS[len(shape)], buffer, offset, *shape)
+    )
+
+
 def _unwritable(value: object, strict: bool) -> str | None:
     """Why msgspec cannot write the plain *value*, or ``None``: an int beyond 64 bits, or (the strict way,
     which runs once msgspec has failed) a str that is not UTF-8 text."""
@@ -1268,6 +1306,10 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     field's annotation, and a tensor that cannot travel (sparse, quantized,
     nested, on the meta device).
     """
+    if skip_fields is None:
+        packed = _pack_usual(obj)
+        if packed is not None:
+            return packed
     outgoing = pack_outgoing(
         obj, skip_fields, {}, "metakit.wire.pack()", allow_pickle=allow_pickle, own_buffer=PACK_OWN_BUFFER
     )
@@ -1282,6 +1324,40 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
         for own in outgoing.own
     ]
     return Packed(outgoing.header, [memoryview(shared), *own])
+
+
+def _pack_usual(obj: object) -> Packed | None:
+    """``pack`` of the usual record, by its class's generated ``usual``; ``None`` for any other.
+
+    A record whose class has no codec yet has never been sent: the general
+    way checks it is a record, and makes its codec.
+    """
+    cls = type(obj)
+    codec = _codecs.get(id(cls))
+    if codec is None:
+        return None
+    encoder = codec.encoder(cls)
+    if (
+        encoder is None
+        or getattr(obj.asdict_zerocopy, "__func__", None) is not encoder.asdict  # type: ignore[attr-defined]
+        or getattr(cls, "__getstate__", None) is not encoder.getstate
+    ):
+        return None
+    try:
+        usual = encoder.usual(obj, PACK_OWN_BUFFER)
+        if usual is None:
+            return None
+        body = _encoder.encode([codec.name, codec.digest, None, usual.values])
+    except (AttributeError, OverflowError, UnicodeEncodeError):  # the general way says which field
+        return None
+    _, moves, nbytes, own = usual
+    header = _table_bytes([nbytes, *(size for _, size in own)], [0] * (1 + len(own))) + body
+    shared = bytearray(nbytes)
+    if moves:
+        base = ctypes.addressof(ctypes.c_char.from_buffer(shared))
+        for offset, address, size in moves:
+            _memmove(base + offset, address, size)
+    return Packed(header, [memoryview(shared), *(_memoryview(tensor, size) for tensor, size in own)])
 
 
 _NUMPY_DTYPES: Final = frozenset([
@@ -1386,6 +1462,18 @@ def unpack(
     fields here, a value does not match its field's annotation, a tensor
     does not lie within its buffer, or ``__init__`` refuses the values.
     """
+    if (type(header) is bytes or type(header) is bytearray) and len(buffers) < len(_TABLES):
+        record = _unpack_usual(header, buffers)
+        if record is not None:
+            return record
+    return _unpack_general(header, buffers, allow_pickle)
+
+
+def _unpack_general(
+    header: bytes | bytearray | memoryview, buffers: Sequence[Any], allow_pickle: AllowPickle
+) -> object:
+    """``unpack`` of any record, each value and tensor checked as it is read; raises ``WireError`` naming what is
+    wrong."""
     allowed = allowed_globals(allow_pickle)
     count = buffer_count(header)
     if len(buffers) != count:
@@ -1395,6 +1483,116 @@ def unpack(
         _source(index, buffer, nbytes) for index, (buffer, nbytes) in enumerate(zip(buffers, sizes, strict=True))
     ]
     return _read(header, sources, sizes, allowed)
+
+
+def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
+    """``unpack`` of the usual record, in one pass; ``None`` for any other, which the general way reads.
+
+    The usual record is what ``pack`` makes of a record that its class's
+    generated ``usual`` packs: one lane, every buffer a writable
+    ``bytearray`` or byte ``memoryview`` of the size the table gives, every
+    value read by the class's typed decoder, and every tensor a field's
+    value, in the usual spec.  Each check is the general way's; anything
+    else, an error included, goes the general way, which says what is wrong.
+    Only the class's ``__init__`` is not tried twice: an error it raises is
+    the ``WireError`` the general way would raise.
+    """
+    sizes = _usual_sizes(header, buffers)
+    if sizes is None:
+        return None
+    read = _usual_values(memoryview(header)[_TABLES[len(buffers)].size :])
+    if read is None:
+        return None
+    cls, builder, values = read
+    ends = [0] * len(buffers)
+    for position in builder.tensors:
+        if values[position] is not None:
+            tensor = _usual_tensor(values[position], buffers, sizes, ends)
+            if tensor is None:
+                return None
+            values[position] = tensor
+    try:
+        return builder.call(cls, values)
+    except Exception as error:
+        raise WireError(f"{cls.__qualname__}(...) raised {describe(error)}") from None
+
+
+def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
+    """The class of the usual record *body*, its builder, and its values as the builder's ``usual`` decoder reads
+    them; else ``None``."""
+    try:
+        name, digest, positions, raw = _BODY.decode(body)
+        module, colon, qualname = name.partition(":")
+        cls = resolve(module, qualname) if positions is None and colon else None
+    except Exception:  # bytes that are not the format, or no such class: the general way says which
+        return None
+    codec = None if cls is None else _codecs.get(id(cls))
+    builder = codec.builder(cls) if codec is not None and digest == codec.digest else None  # type: ignore[arg-type]
+    if builder is None or builder.usual is None:
+        return None
+    try:
+        return cls, builder, list(builder.usual.decode(raw))  # type: ignore[return-value]
+    except Exception:  # msgspec's ValidationError or DecodeError
+        return None
+
+
+def _usual_sizes(header: bytes | bytearray, buffers: Sequence[Any]) -> list[int] | None:
+    """The buffer sizes that *header*'s table gives, if it is the usual one and *buffers* are writable bytes
+    of those sizes; else ``None``."""
+    count = len(buffers)
+    table = _TABLES[count]
+    if len(header) < table.size:
+        return None
+    magic, version, listed, *table_values = table.unpack_from(header)
+    sizes, lanes = table_values[:count], table_values[count:]
+    if (
+        magic != _MAGIC
+        or version != FORMAT
+        or listed != count
+        or any(lanes)
+        or (count > 1 and min(sizes[1:]) < PACK_OWN_BUFFER)
+    ):
+        return None
+    for buffer, size in zip(buffers, sizes, strict=True):
+        kind = type(buffer)
+        writable = kind is bytearray or (
+            kind is memoryview and buffer.format == "B" and buffer.contiguous and not buffer.readonly
+        )
+        if not writable or len(buffer) != size:
+            return None
+    return sizes
+
+
+def _usual_tensor(
+    spec: msgspec.msgpack.Ext, buffers: Sequence[Any], sizes: Sequence[int], ends: list[int]
+) -> torch.Tensor | None:
+    """The tensor of the usual *spec*, a view of *buffers*, after the one before it (*ends*); else ``None``.
+
+    The checks are ``_Reader.tensor``'s for the usual spec.
+    """
+    data: bytes = spec.data  # type: ignore[assignment]  # bytes, as the typed decoder makes it
+    usual = _USUAL_SPECS.get(len(data)) if spec.code == _TENSOR else None
+    if usual is None:
+        return None
+    code, tag, buffer, offset, *shape = usual.unpack(data)
+    itemsize = _ITEMSIZES[code]
+    numel = shape[0] if len(shape) == 1 else math.prod(shape)
+    end = offset + numel * itemsize
+    if not (
+        tag == _USUAL_TAGS[len(shape)]
+        and buffer < len(buffers)
+        and ends[buffer] <= offset < end <= sizes[buffer]
+        and not offset % ALIGN
+        and (not buffer or (not offset and end >= PACK_OWN_BUFFER))
+    ):
+        return None
+    tensor = _frombuffer(buffers[buffer], dtype=_TENSOR_DTYPES[code], count=numel, offset=offset)
+    if tensor.data_ptr() % itemsize:
+        return None
+    ends[buffer] = end
+    if len(shape) == 1:
+        return tensor
+    return tensor.view(*shape) if shape else tensor.view(())  # sizes as arguments: faster than a tuple
 
 
 def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:

@@ -1672,3 +1672,68 @@ def test_the_format_document_names_the_version_that_headers_carry():
     assert header[3] == wire.FORMAT
     assert re.search(r"^# The wire format \(format (\d+)\)$", text, re.MULTILINE).group(1) == str(wire.FORMAT)
     assert re.search(r"^3 +1 +format: (\d+)$", text, re.MULTILINE).group(1) == str(wire.FORMAT)
+
+
+# --- unpack's usual way --------------------------------------------------------------
+
+
+@dataclass
+class Usual(ZeroCopy):
+    """A record that ``unpack`` reads its usual way: plain values, and tensors each of a storage of its own."""
+
+    num_tokens: int
+    first: torch.Tensor
+    second: torch.Tensor | None
+    lens: list[int] | None = None
+
+
+_USUAL_SPEC = struct.Struct("<B3sII")
+"""The usual spec of a tensor: its dtype code, three bytes of flags, ndim and kind, its buffer and offset; then
+its sizes, each a ``u32``."""
+
+
+def _outcome(read: Callable[[], Any]) -> object:
+    """``WireError``, or the record's values, each tensor by where it lies: the same memory, the same values."""
+    try:
+        record = read()
+    except WireError:
+        return WireError
+    return [
+        (value.dtype, value.shape, value.stride(), value.data_ptr()) if isinstance(value, torch.Tensor) else value
+        for value in record.astuple_zerocopy()
+    ]
+
+
+@pytest.mark.parametrize("value", [0, 1, 2, 7, 63, 64, 72, 128, 255, 1 << 16, (1 << 31) + 64, (1 << 32) - 1])
+@pytest.mark.parametrize("part", ["dtype code", "buffer", "offset", "first size", "last size"])
+@pytest.mark.parametrize("name", ["first", "second"])
+def test_unpacks_usual_way_reads_a_changed_tensor_spec_as_its_general_way_does(
+    name: str, part: str, value: int
+) -> None:
+    # The usual way reads its record in one pass; it must take exactly what the general way takes, and make
+    # the same tensors of it: a second tensor moved over the first one's bytes, say, is refused by both.
+    record = Usual(3, torch.arange(5, dtype=torch.int64), torch.ones(2, 3, dtype=torch.int32), [1, 2])
+    position = [f.name for f in Usual.__dataclass_fields__.values()].index(name)
+
+    def edit(body: list[Any]) -> None:
+        data = bytearray(body[3][position].data)
+        code, tags, buffer, offset = _USUAL_SPEC.unpack_from(data)
+        sizes = list(struct.unpack_from(f"<{tags[1]}I", data, _USUAL_SPEC.size))
+        if part == "dtype code":
+            code = value & 0xFF
+        elif part == "buffer":
+            buffer = value
+        elif part == "offset":
+            offset = value
+        else:
+            sizes[0 if part == "first size" else -1] = value
+        body[3][position] = msgspec.msgpack.Ext(
+            _TENSOR, _USUAL_SPEC.pack(code, tags, buffer, offset) + struct.pack(f"<{len(sizes)}I", *sizes)
+        )
+
+    header, buffers = _edited(record, edit)
+    assert type(header) is bytes  # the usual way reads a bytes header
+    usual = _outcome(lambda: wire.unpack(header, buffers))
+    assert usual == _outcome(lambda: wire._unpack_general(header, buffers, False))
+    if part == "offset" and name == "second" and value == 0:
+        assert usual is WireError  # over the first tensor's bytes

@@ -422,6 +422,10 @@ def make_record(seed: int, index: int) -> Sent:
     skip -= DROPPED.get(cls.__qualname__, set())
     skip -= {f.name for f in dataclasses.fields(cls) if _is_omit(f)}
     header, buffers = wire.pack(record, skip_fields=skip or None)
+    if not skip:  # pack's usual way and its general way (skip_fields=()) must make the same bytes
+        general = wire.pack(record, skip_fields=())
+        if bytes(header) != bytes(general.header) or list(map(bytes, buffers)) != list(map(bytes, general.buffers)):
+            raise AssertionError(f"pack(record) and pack(record, skip_fields=()) differ: {record!r}")
     travelled = set(record.asdict_zerocopy()) - skip - DROPPED.get(cls.__qualname__, set())
     return Sent(record, cls, bytes(header), list(buffers), frozenset(travelled), _shared_paths(record))
 
@@ -1013,7 +1017,8 @@ def _short_repr(value: Any) -> str:
 
 class Outcome(NamedTuple):
     kind: str
-    """'WireError' or 'record' (both fine), or a failure: 'audit', 'exception', 'invalid', 'refused'."""
+    """'WireError', 'record' or 'usual record' (read by unpack's usual way; all fine), or a failure: 'audit',
+    'exception', 'invalid', 'refused'."""
     detail: str
     signature: str
     """What failures of one cause have in common: the kind, the events or the exception, without numbers."""
@@ -1116,12 +1121,15 @@ class Worker:
             return Outcome("exception", trace[-2500:], f"exception: {name}: {_unnumbered(str(error))}")
         try:
             self.check(result, allowed, buffers, sent, mutation)
+            usual = wire._unpack_usual(header, buffers) is not None
+            if usual:
+                self.same_as_general(result, header, buffers)
         except Problem as problem:
             return Outcome("invalid", str(problem), "invalid: " + problem.key)
         except Exception as error:
             trace = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-4))
             return Outcome("invalid", f"checking what came raised {trace[-1500:]}", f"check raised {type(error)}")
-        return Outcome("record", type(result).__qualname__, "")
+        return Outcome("usual record" if usual else "record", type(result).__qualname__, "")
 
     def check(self, result: Any, allowed: set[type], buffers: list[Any], sent: Sent, mutation: dict[str, Any]) -> None:
         if type(result) not in allowed:
@@ -1133,6 +1141,28 @@ class Worker:
         if _must_arrive(mutation) or (mutation["h"] is None and mutation["b"] in (["form", f] for f in FORMS)):
             for name in sorted(sent.travelled):
                 same(getattr(result, name), getattr(sent.record, name), f"$.{name}")
+
+    @staticmethod
+    def same_as_general(result: Any, header: bytes, buffers: list[Any]) -> None:
+        """Raise ``Problem`` unless the general way reads the record that unpack's usual way read.
+
+        The usual way (``wire._unpack_usual``) takes only what the general
+        way takes, and reads it the same: this is where that is tried.
+        """
+        try:
+            general = wire._unpack_general(header, buffers, False)
+        except wire.WireError as error:
+            raise Problem(f"the usual way read a record that the general way refuses: {error}", "usual") from None
+        if type(general) is not type(result):
+            raise Problem(f"the usual way read a {type(result)}, the general way a {type(general)}", "usual")
+        for name in _sent_fields(result):
+            value, read = getattr(result, name), getattr(general, name)
+            if isinstance(value, torch.Tensor) and isinstance(read, torch.Tensor):  # the same memory: the same values
+                placed = [(t.dtype, t.shape, t.stride(), t.data_ptr(), t.requires_grad) for t in (value, read)]
+                if placed[0] != placed[1]:
+                    raise Problem(f"$.{name}: the usual way made {placed[0]}, the general way {placed[1]}", "usual")
+            else:
+                same(value, read, f"$.{name}")
 
     def fuzz(self, seed: int, first: int, cases: int, failures: Collector) -> dict[str, Any]:
         counts: dict[str, int] = {}
