@@ -27,7 +27,7 @@ the class is passed in.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -185,55 +185,40 @@ def make_encoder(
     asdict: object,
     getstate: object,
     *,
-    usual_spec: Callable[[torch.Tensor, int, int, int], Any],
-    align: int,
+    usual: Mapping[str, object],
 ) -> Encoder:
     """Generate ``encode`` and ``usual`` for the class whose travelling fields are *names* (none of them
     ``_source.unwritable``).
 
     ``usual(obj, own_below)`` is ``pack``'s way for the usual record, whose
-    every value passes by its type alone and whose tensors are each on the
-    CPU, contiguous, of a dtype in the table, and of a storage of its own.
+    every value passes by its type alone and whose tensors are each the
+    usual tensor (``wire._Packer.tensor`` says which) of a storage of its own.
     It keeps no other account: it returns a ``Usual``, or ``None`` as soon
-    as a value is not usual, and the general way then packs the record.
-    *usual_spec(tensor, end, own, own_below)* is the usual *tensor*'s spec
-    (at *end* of the shared buffer if under *own_below* bytes, else at the
-    start of buffer *own*), or ``None``; a small tensor's bytes start at a
-    multiple of *align*.
+    as a value is not usual, and the general way then packs the record.  A
+    tensor under *own_below* bytes goes in the shared buffer, a larger one in
+    a buffer of its own.  *usual* holds the wire's tables that it reads.
     """
-    namespace: dict[str, Any] = {
-        "Tensor": torch.Tensor,
-        "Refused": Refused,
-        "Usual": Usual,
-        "spec": usual_spec,
-        "align": align,
-        "storage": _storage,
-    }
+    namespace: dict[str, Any] = {**usual, "Tensor": torch.Tensor, "Refused": Refused, "Usual": Usual}
     lines = ["def encode(obj, packer):", "    tensor = packer.tensor", "    field = packer.field"]
-    usual = ["def usual(obj, own_below):", "    moves = []", "    own = []", "    tensors = []", "    end = 0"]
+    usual_lines = ["def usual(obj, own_below):", "    moves = []", "    own = []", "    starts = []", "    end = 0"]
     for index, name in enumerate(names):
         passing, lists = checks.passing(name), checks.lists(name)
         namespace[f"lists{index}"], namespace[f"as_is{index}"] = lists, passing & _AS_IS
         lines.append(f"    v{index} = obj.{name}")
         lines += _encode_value(index, name, passing, lists)
-        usual.append(f"    v{index} = obj.{name}")
-        usual += _usual_value(index, passing, lists)
+        usual_lines.append(f"    v{index} = obj.{name}")
+        usual_lines += _usual_value(index, passing, lists)
     values = ", ".join(f"v{index}" for index in range(len(names)))
     lines.append(f"    return [{values}]")
-    usual += [
+    usual_lines += [
         # Two tensors of one storage may be views of each other: the general way sends such a tensor as a view.
-        "    if len(tensors) > 1 and len(set(map(storage, tensors))) != len(tensors):",
+        "    if len(starts) > 1 and len(set(starts)) != len(starts):",
         "        return None",
         f"    return Usual([{values}], moves, end, own)",
     ]
-    source = "\n".join(lines) + "\n\n" + "\n".join(usual) + "\n"
+    source = "\n".join(lines) + "\n\n" + "\n".join(usual_lines) + "\n"
     exec(compile(source, f"<metakit.wire {qualname}>", "exec"), namespace)
     return Encoder(namespace["encode"], namespace["usual"], asdict, getstate)
-
-
-def _storage(tensor: torch.Tensor) -> int:
-    """Where the storage of the CPU *tensor* starts: the same for two tensors that share it."""
-    return tensor.untyped_storage().data_ptr()
 
 
 def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -> list[str]:
@@ -244,17 +229,24 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
     if torch.Tensor in passing:
         lines += [
             f"    if type({value}) is Tensor:",
-            f"        spec_ = spec({value}, end, len(own) + 1, own_below)",
-            "        if spec_ is None:",
+            f"        code = codes.get({value}.dtype)",
+            f"        if (code is None or not {value}.is_cpu or {value}.layout is not strided or {value}.is_nested",
+            f"                or {value}.requires_grad or not {value}.is_contiguous() or {value}.is_conj()",
+            f"                or {value}.is_neg()):",
             "            return None",
             f"        nbytes = {value}.nbytes",
+            f"        shape = {value}.shape",
+            f"        address = {value}.data_ptr()",
+            "        if not 0 < nbytes < U32 or end >= U32 or len(shape) > MAX_DIMS:",
+            "            return None",
+            f"        starts.append(address - {value}.storage_offset() * itemsizes[code])",
             "        if nbytes < own_below:",
-            f"            moves.append((end, {value}.data_ptr(), nbytes))",
-            "            end += nbytes + (-nbytes % align)",
+            "            moves.append((end, address, nbytes))",
+            f"            {value} = Ext(TENSOR, specs[len(shape)].pack(code, tags[len(shape)], 0, end, *shape))",
+            "            end += nbytes + (-nbytes % ALIGN)",
             "        else:",
             f"            own.append(({value}, nbytes))",
-            f"        tensors.append({value})",
-            f"        {value} = spec_",
+            f"            {value} = Ext(TENSOR, specs[len(shape)].pack(code, tags[len(shape)], len(own), 0, *shape))",
         ]
         branch = "elif"
     if lists and lists <= _AS_IS:

@@ -289,6 +289,19 @@ _frombuffer: Final = torch.frombuffer
 _tuple_new: Final = tuple.__new__
 _memmove: Final = ctypes.memmove
 _BYTES: Final = frozenset({memoryview, bytearray})
+_USUAL_TABLES: Final = {
+    "codes": _TENSOR_DTYPE_CODES,
+    "itemsizes": _ITEMSIZES,
+    "specs": [_USUAL_SPECS[_USUAL_SIZE + 4 * ndim] for ndim in range(_MAX_DIMS + 1)],
+    "tags": _USUAL_TAGS,
+    "Ext": _Ext,
+    "TENSOR": _TENSOR,
+    "strided": _STRIDED,
+    "U32": _U32,
+    "MAX_DIMS": _MAX_DIMS,
+    "ALIGN": ALIGN,
+}
+"""What the generated ``usual`` reads to send the usual tensor as ``_Packer.tensor`` does (see ``make_encoder``)."""
 
 
 class WireError(RuntimeError):
@@ -438,8 +451,7 @@ class _Codec:
                     self.checks(cls),
                     asdict,
                     getattr(cls, "__getstate__", None),
-                    usual_spec=_usual_spec,
-                    align=ALIGN,
+                    usual=_USUAL_TABLES,
                 )
                 if holds_generated(vars(cls), asdict)
                 and _custom_getstate(cls) is None
@@ -1119,36 +1131,6 @@ class _Packer:
         return None
 
 
-def _usual_spec(tensor: torch.Tensor, end: int, own: int, own_below: int) -> msgspec.msgpack.Ext | None:
-    """The spec of the usual *tensor*, or ``None`` for any other: ``pack``'s way for the usual record.
-
-    A usual tensor lies on the CPU, is contiguous and of a dtype in the
-    table, holds 1 to 2**32 - 1 bytes, and is exactly its bytes (no
-    conjugate or negative bit, no grad).  Under *own_below* bytes it lies at
-    byte *end* of the shared buffer, else at the start of buffer *own*.
-    """
-    code = _TENSOR_DTYPE_CODES.get(tensor.dtype)
-    if (
-        code is None
-        or not tensor.is_cpu
-        or tensor.layout is not _STRIDED
-        or tensor.is_nested
-        or tensor.requires_grad
-        or not tensor.is_contiguous()
-        or tensor.is_conj()
-        or tensor.is_neg()
-    ):
-        return None
-    nbytes = tensor.nbytes
-    shape = tensor.shape
-    if not 0 < nbytes < _U32 or end >= _U32 or len(shape) > _MAX_DIMS:
-        return None
-    buffer, offset = (0, end) if nbytes < own_below else (own, 0)
-    return _Ext(
-        _TENSOR, _USUAL_SPECS[_USUAL_SIZE + 4 * len(shape)].pack(code, _USUAL_TAGS[len(shape)], buffer, offset, *shape)
-    )
-
-
 def _unwritable(value: object, strict: bool) -> str | None:
     """Why msgspec cannot write the plain *value*, or ``None``: an int beyond 64 bits, or (the strict way,
     which runs once msgspec has failed) a str that is not UTF-8 text."""
@@ -1504,13 +1486,8 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     if read is None:
         return None
     cls, builder, values = read
-    ends = [0] * len(buffers)
-    for position in builder.tensors:
-        if values[position] is not None:
-            tensor = _usual_tensor(values[position], buffers, sizes, ends)
-            if tensor is None:
-                return None
-            values[position] = tensor
+    if not _usual_tensors(values, builder.tensors, buffers, sizes):
+        return None
     try:
         return builder.call(cls, values)
     except Exception as error:
@@ -1536,63 +1513,66 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
         return None
 
 
-def _usual_sizes(header: bytes | bytearray, buffers: Sequence[Any]) -> list[int] | None:
-    """The buffer sizes that *header*'s table gives, if it is the usual one and *buffers* are writable bytes
-    of those sizes; else ``None``."""
+def _usual_sizes(header: bytes | bytearray, buffers: Sequence[Any]) -> tuple[int, ...] | None:
+    """The buffer sizes that *header*'s table gives, if it is the usual one (one lane, every buffer after the
+    first large) and *buffers* are writable bytes of those sizes; else ``None``."""
     count = len(buffers)
     table = _TABLES[count]
     if len(header) < table.size:
         return None
-    magic, version, listed, *table_values = table.unpack_from(header)
-    sizes, lanes = table_values[:count], table_values[count:]
-    if (
-        magic != _MAGIC
-        or version != FORMAT
-        or listed != count
-        or any(lanes)
-        or (count > 1 and min(sizes[1:]) < PACK_OWN_BUFFER)
-    ):
+    values = table.unpack_from(header)
+    if values[:3] != (_MAGIC, FORMAT, count) or any(values[3 + count :]):
         return None
-    for buffer, size in zip(buffers, sizes, strict=True):
+    sizes = values[3 : 3 + count]
+    for index, buffer in enumerate(buffers):
         kind = type(buffer)
         writable = kind is bytearray or (
-            kind is memoryview and buffer.format == "B" and buffer.contiguous and not buffer.readonly
+            kind is memoryview and not buffer.readonly and buffer.format == "B" and buffer.contiguous
         )
-        if not writable or len(buffer) != size:
+        if not writable or len(buffer) != sizes[index] or (index and sizes[index] < PACK_OWN_BUFFER):
             return None
     return sizes
 
 
-def _usual_tensor(
-    spec: msgspec.msgpack.Ext, buffers: Sequence[Any], sizes: Sequence[int], ends: list[int]
-) -> torch.Tensor | None:
-    """The tensor of the usual *spec*, a view of *buffers*, after the one before it (*ends*); else ``None``.
+def _usual_tensors(values: list[Any], positions: tuple[int, ...], buffers: Sequence[Any], sizes: Sequence[int]) -> bool:
+    """Put in *values*, at *positions*, the tensor of each usual spec there, a view of *buffers*; ``False`` at
+    the first spec that is not usual (then the general way reads the header again).
 
-    The checks are ``_Reader.tensor``'s for the usual spec.
+    Each tensor passes ``_Reader.tensor``'s checks of the usual spec: a known
+    dtype, after the tensor before it in its buffer, in the shared buffer at
+    a multiple of ``ALIGN``, in one of its own alone and large, inside it,
+    and at an address aligned to its items.
     """
-    data: bytes = spec.data  # type: ignore[assignment]  # bytes, as the typed decoder makes it
-    usual = _USUAL_SPECS.get(len(data)) if spec.code == _TENSOR else None
-    if usual is None:
-        return None
-    code, tag, buffer, offset, *shape = usual.unpack(data)
-    itemsize = _ITEMSIZES[code]
-    numel = shape[0] if len(shape) == 1 else math.prod(shape)
-    end = offset + numel * itemsize
-    if not (
-        tag == _USUAL_TAGS[len(shape)]
-        and buffer < len(buffers)
-        and ends[buffer] <= offset < end <= sizes[buffer]
-        and not offset % ALIGN
-        and (not buffer or (not offset and end >= PACK_OWN_BUFFER))
-    ):
-        return None
-    tensor = _frombuffer(buffers[buffer], dtype=_TENSOR_DTYPES[code], count=numel, offset=offset)
-    if tensor.data_ptr() % itemsize:
-        return None
-    ends[buffer] = end
-    if len(shape) == 1:
-        return tensor
-    return tensor.view(*shape) if shape else tensor.view(())  # sizes as arguments: faster than a tuple
+    ends = [0] * len(buffers)
+    for position in positions:
+        spec = values[position]
+        if spec is None:
+            continue
+        data: bytes = spec.data  # bytes, as the typed decoder makes it
+        usual = _USUAL_SPECS.get(len(data)) if spec.code == _TENSOR else None
+        if usual is None:
+            return False
+        code, tag, buffer, offset, *shape = usual.unpack(data)
+        itemsize = _ITEMSIZES[code]
+        end = offset + (shape[0] if len(shape) == 1 else math.prod(shape)) * itemsize
+        if not (
+            tag == _USUAL_TAGS[len(shape)]
+            and buffer < len(buffers)
+            and ends[buffer] <= offset < end <= sizes[buffer]
+            and not offset % ALIGN
+            and (not buffer or (not offset and end >= PACK_OWN_BUFFER))
+        ):
+            return False
+        tensor = _frombuffer(
+            buffers[buffer], dtype=_TENSOR_DTYPES[code], count=(end - offset) // itemsize, offset=offset
+        )
+        if tensor.data_ptr() % itemsize:
+            return False
+        ends[buffer] = end
+        if len(shape) != 1:
+            tensor = tensor.view(*shape) if shape else tensor.view(())  # sizes as arguments: faster than a tuple
+        values[position] = tensor
+    return True
 
 
 def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
