@@ -13,12 +13,16 @@ a record of the class travels, what is written for the class:
   field, a ``torch.Tensor`` for a tensor field, a list of ints for a
   ``list[int]`` field) is written inline; any other goes through
   ``packer.field``, the general way, which checks it and raises the
-  ``TypeError`` that names the field.
+  ``TypeError`` that names the field.  Beside it, ``usual(obj, own_below)``,
+  ``pack``'s one pass over a record whose values all pass by their type and
+  whose tensors are all the usual kind; it gives up on anything else.
 - on the receiver, a ``Builder``: a msgspec decoder typed from the
   annotations, which checks in C every field whose check a msgspec type
   makes exactly, then a loop over the other fields' checks, then the call
-  of the class.  The receiver compiles nothing: what a peer sends never
-  makes it run ``compile`` or ``exec``.
+  of the class; and, where every other field takes only a tensor, a second
+  decoder that leaves those fields' tensor specs for ``unpack``'s one pass.
+  The receiver compiles nothing: what a peer sends never makes it run
+  ``compile`` or ``exec``.
 
 Neither holds a reference to the class, so that a class stays collectable:
 the class is passed in.
