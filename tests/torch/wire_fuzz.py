@@ -192,7 +192,33 @@ class Bag(ZeroCopy):
     spare: Any = None
 
 
-CLASSES: tuple[type, ...] = (FlashMeta, ChunkedMeta, InferMeta, StepInput, SamplingMeta, CommonMeta, Bag, SeqGroup)
+@dataclass
+class PlainStep(ZeroCopy):
+    """A record that ``pack`` and ``unpack`` read their usual, one-pass way, when its tensors are usual:
+    plain values, and tensors that are each contiguous on the CPU, with a storage of its own (``Gen`` makes them
+    so, but now and then)."""
+
+    num_tokens: int
+    positions: torch.Tensor
+    lens: list[int] | None
+    block_table: torch.Tensor | None
+    scale: float
+    scores: torch.Tensor | None = None
+    prompt: bool = False
+    cache_dtype: str = "auto"
+
+
+CLASSES: tuple[type, ...] = (
+    FlashMeta,
+    ChunkedMeta,
+    InferMeta,
+    StepInput,
+    SamplingMeta,
+    CommonMeta,
+    Bag,
+    SeqGroup,
+    PlainStep,
+)
 BY_NAME = {cls.__qualname__: cls for cls in CLASSES}
 DROPPED = {"InferMeta": {"decode_wrapper"}, "StepInput": {"async_callback"}}
 """Fields the sender never sends (an override, ``__getstate__``): the fuzzer gives them values that cannot travel."""
@@ -244,8 +270,11 @@ class Gen:
         self.rng = rng
         self.tensors: list[torch.Tensor] = []
         self.big = big
+        self.usual = False
+        """Whether the tensors made are, but now and then, the usual kind: contiguous, each of its own storage."""
 
     def record(self, cls: type, depth: int = 0) -> Any:
+        self.usual = cls is PlainStep
         kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             if not f.init:
@@ -321,6 +350,13 @@ class Gen:
     def tensor(self) -> torch.Tensor:
         rng = self.rng
         pick = rng.random()
+        if self.usual and pick < 0.9:
+            dtype = rng.choice(DTYPES)
+            shape = [rng.randint(1, 9) for _ in range(rng.choice((0, 1, 1, 2, 3)))]
+            made = self.fresh_big() if self.big and pick < 0.2 else self.raw(dtype, math.prod(shape)).view(shape)
+            self.big = self.big and pick >= 0.2
+            self.tensors.append(made)
+            return made
         if self.big and pick < 0.5:
             self.big = False
             made = self.fresh_big()
