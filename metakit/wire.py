@@ -1486,7 +1486,10 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     if read is None:
         return None
     cls, builder, values = read
-    if not _usual_tensors(values, builder.tensors, buffers, sizes):
+    # A tensor keeps the object it was made from: a memoryview holds an export of its bytearray, which then
+    # cannot be resized under the tensor (torch.frombuffer of the bytearray itself holds none).
+    views = [buffer if type(buffer) is memoryview else memoryview(buffer) for buffer in buffers]
+    if not _usual_tensors(values, builder.tensors, views, sizes):
         return None
     try:
         return builder.call(cls, values)

@@ -1737,3 +1737,19 @@ def test_unpacks_usual_way_reads_a_changed_tensor_spec_as_its_general_way_does(
     assert usual == _outcome(lambda: wire._unpack_general(header, buffers, False))
     if part == "offset" and name == "second" and value == 0:
         assert usual is WireError  # over the first tensor's bytes
+
+
+@pytest.mark.parametrize("header_as", [bytes, memoryview], ids=["usual way", "general way"])
+def test_a_bytearray_that_received_tensors_view_cannot_be_resized_under_them(header_as: type) -> None:
+    # (Found by an outside tester: the usual way made its tensors of the bytearrays themselves, which torch
+    # holds no export of; a caller reusing its receive buffer freed the memory the tensors still read.)
+    record = Usual(1, torch.arange(4, dtype=torch.int64), torch.arange(1 << 15, dtype=torch.int32))
+    header, buffers = wire.pack(record)
+    received = [bytearray(buffer) for buffer in buffers]
+    assert len(received) == 2  # the small tensor in the shared buffer, the large one in a buffer of its own
+    back = wire.unpack(header_as(bytes(header)), received)
+    for buffer in received:
+        with pytest.raises(BufferError):
+            buffer.clear()
+    assert back.first.tolist() == [0, 1, 2, 3]
+    assert torch.equal(back.second, record.second)
