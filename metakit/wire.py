@@ -1370,6 +1370,18 @@ def _memoryview(tensor: torch.Tensor, nbytes: int) -> memoryview:
 # --- the receiver --------------------------------------------------------------
 
 
+def _header_bytes(header: bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
+    """*header* as bytes that ``len`` and indexing count one by one: a memoryview of wider items or of more
+    dimensions, or an object of another bytes-like type, is read as a flat view of its bytes."""
+    if type(header) is bytes or type(header) is bytearray:
+        return header
+    try:
+        view = memoryview(header)
+        return view if view.ndim == 1 and view.itemsize == 1 and view.c_contiguous else view.cast("B")
+    except (TypeError, ValueError) as error:  # not bytes-like, not contiguous, or released
+        raise WireError(f"the header is not a contiguous bytes-like object: {error}") from None
+
+
 def buffer_table(header: bytes | bytearray | memoryview, most: int | None = None) -> list[BufferSpec]:
     """The sizes and lanes of the buffers that travel with *header*, read without reading the rest.
 
@@ -1379,7 +1391,7 @@ def buffer_table(header: bytes | bytearray | memoryview, most: int | None = None
     two (the lanes' shared buffers) at least ``PACK_OWN_BUFFER`` bytes, as
     only a large tensor has a buffer of its own.
     """
-    sizes, lanes = _table(header, most)
+    sizes, lanes = _table(_header_bytes(header), most)
     return [BufferSpec(nbytes, lane) for nbytes, lane in zip(sizes, lanes, strict=True)]
 
 
@@ -1402,6 +1414,7 @@ def _sizes_and_lanes(header: bytes | bytearray | memoryview, count: int) -> tupl
 
 def buffer_count(header: bytes | bytearray | memoryview) -> int:
     """How many buffers travel with *header* (read from its first bytes, checked to hold their table)."""
+    header = _header_bytes(header)
     try:
         magic, _, count = _TABLE_HEAD.unpack_from(header)
     except struct.error:
@@ -1422,7 +1435,8 @@ def unpack(
 ) -> object:
     """The record that ``pack`` turned into *header* and *buffers*.
 
-    *buffers* are bytes-like objects (``bytearray``, ``memoryview``,
+    *header* is any contiguous bytes-like object, read by its bytes (a
+    memoryview of wider items too).  *buffers* are bytes-like objects (``bytearray``, ``memoryview``,
     ``bytes``...) or contiguous 1-D ``uint8`` tensors.  The record's tensors
     are views of them: no copy, as long as a buffer is writable; a read-only
     one (such as ``bytes``) is copied once, since tensors may be written to.
@@ -1456,6 +1470,7 @@ def _unpack_general(
 ) -> object:
     """``unpack`` of any record, each value and tensor checked as it is read; raises ``WireError`` naming what is
     wrong."""
+    header = _header_bytes(header)
     allowed = allowed_globals(allow_pickle)
     count = buffer_count(header)
     if len(buffers) != count:
@@ -1623,7 +1638,7 @@ def unpack_tensors(
 ) -> object:
     """``unpack`` for buffers already checked against the table: ``uint8`` tensors, or writable bytes."""
     sizes = [source.numel() if isinstance(source, _Tensor) else len(source) for source in buffers]
-    return _read(header, buffers, sizes, allowed_globals(allow_pickle))
+    return _read(_header_bytes(header), buffers, sizes, allowed_globals(allow_pickle))
 
 
 def _read(

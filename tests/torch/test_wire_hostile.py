@@ -1753,3 +1753,59 @@ def test_a_bytearray_that_received_tensors_view_cannot_be_resized_under_them(hea
             buffer.clear()
     assert back.first.tolist() == [0, 1, 2, 3]
     assert torch.equal(back.second, record.second)
+
+
+class _ShortBytes(bytes):
+    def __len__(self) -> int:
+        return 3
+
+
+def _outcome_of_unpacking(header: Any, buffers: Sequence[Any]) -> object:
+    try:
+        return wire.unpack(header, buffers).astuple_zerocopy()[0]
+    except WireError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        lambda data: memoryview(data).cast("B", (1, len(data))),
+        lambda data: memoryview(data).cast("H"),
+        lambda data: memoryview(data).cast("i"),
+        _ShortBytes,
+    ],
+    ids=["2-D", "u16 items", "i32 items", "a bytes subclass whose len lies"],
+)
+def test_a_header_is_read_by_its_bytes_whatever_holds_them(form: Callable[[bytes], Any]) -> None:
+    # (Found by an outside tester: a memoryview header was measured and sliced by its items, so a valid
+    # header was refused as cut short, and bytes refused as bytes were read as 16-bit items.)
+    header, buffers = wire.pack(Usual(7, torch.arange(4, dtype=torch.int64), None))
+    header = bytes(header)
+    table = 8 + 9 * len(buffers)
+    for data in (
+        header + b"\0" * (-len(header) % 4),  # the header, then bytes that are not msgpack
+        header[:table] + b"\xc1" * 4 * table + header[table:] + b"\0" * (-len(header) % 4),  # junk inside
+    ):
+        assert _outcome_of_unpacking(form(data), buffers) == _outcome_of_unpacking(data, buffers)
+    exact = header if len(header) % 4 == 0 else None
+    if exact is not None:
+        assert _outcome_of_unpacking(form(exact), buffers) == 7
+    assert wire.buffer_count(form(header + b"\0" * (-len(header) % 4))) == len(buffers)
+    assert [spec.nbytes for spec in wire.buffer_table(form(header + b"\0" * (-len(header) % 4)))] == [
+        len(buffer) for buffer in buffers
+    ]
+
+
+def test_a_header_given_as_a_two_dimensional_view_of_its_bytes_arrives() -> None:
+    header, buffers = wire.pack(Usual(7, torch.arange(4, dtype=torch.int64), None))
+    assert wire.unpack(memoryview(bytes(header)).cast("B", (1, len(header))), buffers).num_tokens == 7
+
+
+def test_a_header_that_is_not_contiguous_bytes_is_refused_naming_it() -> None:
+    header, buffers = wire.pack(Usual(1, torch.arange(4, dtype=torch.int64), None))
+    strided = memoryview(bytes(header) * 2)[::2]
+    with pytest.raises(WireError, match="the header is not a contiguous bytes-like object"):
+        wire.unpack(strided, buffers)
+    with pytest.raises(WireError, match="the header is not a contiguous bytes-like object"):
+        wire.unpack("not bytes", buffers)  # type: ignore[arg-type]
