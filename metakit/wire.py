@@ -1486,8 +1486,8 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     """``unpack`` of the usual record, in one pass; ``None`` for any other, which the general way reads.
 
     The usual record is what ``pack`` makes of a record that its class's
-    generated ``usual`` packs: one lane, every buffer a writable
-    ``bytearray`` or byte ``memoryview`` of the size the table gives, every
+    generated ``usual`` packs: one lane, every buffer ``bytes``, a
+    ``bytearray`` or a flat byte ``memoryview`` of the size the table gives, every
     value read by the class's typed decoder, and every tensor a field's
     value, in the usual spec.  Each check is the general way's; anything
     else, an error included, goes the general way, which says what is wrong.
@@ -1501,15 +1501,28 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     if read is None:
         return None
     cls, builder, values = read
-    # A tensor keeps the object it was made from: a memoryview holds an export of its bytearray, which then
-    # cannot be resized under the tensor (torch.frombuffer of the bytearray itself holds none).
-    views = [buffer if type(buffer) is memoryview else memoryview(buffer) for buffer in buffers]
+    views = [_usual_source(buffer) for buffer in buffers]
     if not _usual_tensors(values, builder.tensors, views, sizes):
         return None
     try:
         return builder.call(cls, values)
     except Exception as error:
         raise WireError(f"{cls.__qualname__}(...) raised {describe(error)}") from None
+
+
+def _usual_source(buffer: bytes | bytearray | memoryview) -> bytearray | memoryview:
+    """The flat bytes *buffer*, as the usual way makes tensors of it: as the general way, a read-only one is
+    copied once, since tensors may be written to.
+
+    A tensor keeps the object it was made of: a memoryview holds an export
+    of the bytearray given, which then cannot be resized under the tensor
+    (``torch.frombuffer`` of the bytearray itself holds none).
+    """
+    if type(buffer) is bytearray:
+        return memoryview(buffer)
+    if type(buffer) is memoryview and not buffer.readonly:
+        return buffer
+    return bytearray(buffer)
 
 
 def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
@@ -1533,7 +1546,8 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
 
 def _usual_sizes(header: bytes | bytearray, buffers: Sequence[Any]) -> tuple[int, ...] | None:
     """The buffer sizes that *header*'s table gives, if it is the usual one (one lane, every buffer after the
-    first large) and *buffers* are writable bytes of those sizes; else ``None``."""
+    first large) and *buffers* are bytes of those sizes (``bytes``, ``bytearray`` or a flat byte
+    ``memoryview``); else ``None``."""
     count = len(buffers)
     table = _TABLES[count]
     if len(header) < table.size:
@@ -1544,10 +1558,12 @@ def _usual_sizes(header: bytes | bytearray, buffers: Sequence[Any]) -> tuple[int
     sizes = values[3 : 3 + count]
     for index, buffer in enumerate(buffers):
         kind = type(buffer)
-        writable = kind is bytearray or (
-            kind is memoryview and not buffer.readonly and buffer.format == "B" and buffer.contiguous
+        flat = (
+            kind is bytearray
+            or kind is bytes
+            or (kind is memoryview and buffer.format == "B" and buffer.ndim == 1 and buffer.contiguous)
         )
-        if not writable or len(buffer) != sizes[index] or (index and sizes[index] < PACK_OWN_BUFFER):
+        if not flat or len(buffer) != sizes[index] or (index and sizes[index] < PACK_OWN_BUFFER):
             return None
     return sizes
 

@@ -145,12 +145,21 @@ def test_received_tensors_are_views_of_the_writable_buffers() -> None:
     assert got.slot_mapping[0] == 99, "no copy was made"
 
 
-def test_read_only_buffers_are_copied_once() -> None:
+@pytest.mark.parametrize("read_only", [bytes, lambda buffer: memoryview(bytes(buffer))], ids=["bytes", "memoryview"])
+def test_read_only_buffers_are_copied_once(read_only: Any) -> None:
     record = make_flash_attention_metadata()
     header, buffers = wire.pack(record)
-    got = wire.unpack(header, [bytes(buffer) for buffer in buffers])
-    _assert_equal_tensors(got.slot_mapping, record.slot_mapping)
+    given = [read_only(buffer) for buffer in buffers]
+    got = wire.unpack(header, given)
+    for name, value in record.asdict_zerocopy().items():
+        if isinstance(value, torch.Tensor):
+            _assert_equal_tensors(getattr(got, name), value)
+    tensors = [value for value in got.astuple_zerocopy() if isinstance(value, torch.Tensor)]
+    starts = [tensor.data_ptr() for tensor in tensors]
+    ends = [tensor.data_ptr() + tensor.nbytes for tensor in tensors]
+    assert max(ends) - min(starts) <= len(given[0]), "all in one copy of the shared buffer, not one copy each"
     got.slot_mapping[0] = 5  # writable memory of its own
+    assert bytes(given[0]) == bytes(buffers[0])
 
 
 def test_large_tensor_is_sent_from_its_own_memory() -> None:

@@ -28,6 +28,7 @@ prints the mutation, what came back, and what the check made of it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import faulthandler
 import json
@@ -984,6 +985,15 @@ def same(a: Any, b: Any, path: str) -> None:  # noqa: PLR0912  # one branch per 
         raise Problem(f"{path}: {a!r} came for {b!r}")
 
 
+def _raw_bytes(tensor: torch.Tensor) -> bytes:
+    """The bytes of the contiguous *tensor* as they lie (any dtype: none of torch's kernels runs)."""
+    return ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.element_size())
+
+
+def _lies_in(tensor: torch.Tensor, ranges: Sequence[tuple[int, int]]) -> bool:
+    return any(start <= tensor.data_ptr() < start + size for start, size in ranges)
+
+
 def _sent_fields(record: Any) -> list[str]:
     return [name for name in record.asdict_zerocopy() if name not in DROPPED.get(type(record).__qualname__, ())]
 
@@ -1191,12 +1201,19 @@ class Worker:
             raise Problem(f"the usual way read a record that the general way refuses: {error}", "usual") from None
         if type(general) is not type(result):
             raise Problem(f"the usual way read a {type(result)}, the general way a {type(general)}", "usual")
+        writable = buffer_ranges(buffers).writable
         for name in _sent_fields(result):
             value, read = getattr(result, name), getattr(general, name)
-            if isinstance(value, torch.Tensor) and isinstance(read, torch.Tensor):  # the same memory: the same values
-                placed = [(t.dtype, t.shape, t.stride(), t.data_ptr(), t.requires_grad) for t in (value, read)]
-                if placed[0] != placed[1]:
+            if isinstance(value, torch.Tensor) and isinstance(read, torch.Tensor):
+                # In a writable buffer given, both lie at the same address; a read-only one each way copies.
+                placed = [
+                    (t.dtype, t.shape, t.stride(), t.requires_grad, t.is_contiguous(), _lies_in(t, writable))
+                    for t in (value, read)
+                ]
+                if placed[0] != placed[1] or not placed[0][4]:
                     raise Problem(f"$.{name}: the usual way made {placed[0]}, the general way {placed[1]}", "usual")
+                if value.data_ptr() != read.data_ptr() if placed[0][5] else _raw_bytes(value) != _raw_bytes(read):
+                    raise Problem(f"$.{name}: the usual way and the general way read other bytes", "usual")
             else:
                 same(value, read, f"$.{name}")
 
