@@ -1377,7 +1377,7 @@ def _header_bytes(header: bytes | bytearray | memoryview) -> bytes | bytearray |
         return header
     try:
         view = memoryview(header)
-        return view if view.ndim == 1 and view.itemsize == 1 and view.c_contiguous else view.cast("B")
+        return view if view.format == "B" and view.ndim == 1 and view.c_contiguous else view.cast("B")
     except (TypeError, ValueError) as error:  # not bytes-like, not contiguous, or released
         raise WireError(f"the header is not a contiguous bytes-like object: {error}") from None
 
@@ -1514,14 +1514,14 @@ def _usual_source(buffer: bytes | bytearray | memoryview) -> bytearray | memoryv
     """The flat bytes *buffer*, as the usual way makes tensors of it: as the general way, a read-only one is
     copied once, since tensors may be written to.
 
-    A tensor keeps the object it was made of: a memoryview holds an export
-    of the bytearray given, which then cannot be resized under the tensor
-    (``torch.frombuffer`` of the bytearray itself holds none).
+    A writable one is viewed by a memoryview of its own, which the tensors
+    keep: it holds an export of the memory given, so that a ``bytearray``
+    cannot be resized, nor a ``SharedMemory`` closed, under them, and the
+    caller's releasing its own memoryview frees nothing they read
+    (``torch.frombuffer`` holds no export of the object it is given).
     """
-    if type(buffer) is bytearray:
+    if type(buffer) is bytearray or (type(buffer) is memoryview and not buffer.readonly):
         return memoryview(buffer)
-    if type(buffer) is memoryview and not buffer.readonly:
-        return buffer
     return bytearray(buffer)
 
 

@@ -11,6 +11,7 @@ rank 0 that writes frames by hand and a rank 1 watched by an audit hook.
 from __future__ import annotations
 
 import collections
+import ctypes
 import datetime
 import gc
 import math
@@ -26,6 +27,7 @@ import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, make_dataclass
+from multiprocessing import shared_memory
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
@@ -1755,6 +1757,35 @@ def test_a_bytearray_that_received_tensors_view_cannot_be_resized_under_them(hea
     assert torch.equal(back.second, record.second)
 
 
+@pytest.mark.parametrize("header_as", [bytes, memoryview], ids=["usual way", "general way"])
+def test_releasing_the_memoryview_a_buffer_came_in_frees_nothing_a_received_tensor_reads(header_as: type) -> None:
+    # (Found by an outside tester: the usual way made its tensors of the caller's own memoryview, which
+    # torch holds no export of; releasing it, or closing the SharedMemory it came from, freed or unmapped
+    # the memory the tensors read, and the process crashed.)
+    record = Usual(1, torch.arange(4, dtype=torch.int64), torch.arange(1 << 15, dtype=torch.int32))
+    header, buffers = wire.pack(record)
+    memory = [bytearray(buffer) for buffer in buffers]
+    given = [memoryview(buffer) for buffer in memory]
+    back = wire.unpack(header_as(bytes(header)), given)
+    for view in given:
+        view.release()
+    for buffer in memory:
+        with pytest.raises(BufferError):
+            buffer.clear()
+    shared = shared_memory.SharedMemory(create=True, size=len(buffers[1]))
+    try:
+        shared.buf[:] = buffers[1]
+        back = wire.unpack(header_as(bytes(header)), [bytearray(buffers[0]), shared.buf])
+        with pytest.raises(BufferError):
+            shared.close()
+        assert torch.equal(back.second, record.second)
+        del back
+        gc.collect()
+    finally:
+        shared.close()
+        shared.unlink()
+
+
 class _ShortBytes(bytes):
     def __len__(self) -> int:
         return 3
@@ -1774,13 +1805,17 @@ def _outcome_of_unpacking(header: Any, buffers: Sequence[Any]) -> object:
         lambda data: memoryview(data).cast("H"),
         lambda data: memoryview(data).cast("i"),
         _ShortBytes,
+        lambda data: memoryview(data).cast("c"),
+        lambda data: (ctypes.c_char * len(data)).from_buffer_copy(data),
     ],
-    ids=["2-D", "u16 items", "i32 items", "a bytes subclass whose len lies"],
+    ids=["2-D", "u16 items", "i32 items", "a bytes subclass whose len lies", "char items", "a ctypes array"],
 )
 def test_a_header_is_read_by_its_bytes_whatever_holds_them(form: Callable[[bytes], Any]) -> None:
-    # (Found by an outside tester: a memoryview header was measured and sliced by its items, so a valid
-    # header was refused as cut short, and bytes refused as bytes were read as 16-bit items.)
-    header, buffers = wire.pack(Usual(7, torch.arange(4, dtype=torch.int64), None))
+    # (Found by outside testers: a memoryview header was measured, sliced and indexed by its items, so a
+    # valid header was refused as cut short, bytes refused as bytes were read as 16-bit items, and a header
+    # in a ctypes array raised NotImplementedError.)
+    header, buffers = wire.pack(Usual(7, torch.arange(4, dtype=torch.int64), torch.arange(1 << 15)))
+    assert len(buffers) == 2  # the table's lanes are read, byte by byte
     header = bytes(header)
     table = 8 + 9 * len(buffers)
     for data in (
@@ -1795,6 +1830,19 @@ def test_a_header_is_read_by_its_bytes_whatever_holds_them(form: Callable[[bytes
     assert [spec.nbytes for spec in wire.buffer_table(form(header + b"\0" * (-len(header) % 4)))] == [
         len(buffer) for buffer in buffers
     ]
+
+
+def test_a_header_of_char_items_reads_the_lane_of_each_buffer_by_its_byte() -> None:
+    # (Found by an outside tester: the lane of buffer 1 was read as an item, b'\x01', which is not 1, so a
+    # valid header whose buffer 1 is lane 1's shared buffer was refused.)
+    header, (shared,) = wire.pack(Usual(7, torch.arange(8, dtype=torch.int64), None))
+    table = _TABLE_HEAD.size + 9
+    spec = bytes([5, 0, 1, 0]) + struct.pack("<III", 0, 0, 8)  # int64, flags 0, 1 dimension, kind 0; buffer 0
+    assert header.count(spec) == 1
+    body = bytes(header[table:]).replace(spec, spec[:4] + struct.pack("<III", 1, 0, 8))  # now in buffer 1
+    moved = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<QQ", 0, len(shared)) + bytes([0, 1]) + body
+    for given in (moved, memoryview(bytearray(moved)).cast("c")):
+        assert wire.unpack(given, [bytearray(), bytearray(shared)]).first.tolist() == list(range(8))
 
 
 def test_a_header_given_as_a_two_dimensional_view_of_its_bytes_arrives() -> None:
