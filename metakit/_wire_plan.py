@@ -68,8 +68,9 @@ class Usual(NamedTuple):
 
     values: list[Any]
     """The values the header holds, each tensor's as its usual spec."""
-    moves: list[tuple[int, int, int]]
-    """The small tensors' bytes, each ``(offset in the shared buffer, address, size)``."""
+    moves: list[tuple[int, int, int, object]]
+    """The small tensors' bytes, each ``(offset in the shared buffer, address, size, storage)``: the storage
+    keeps the bytes alive until they are moved, whatever is done to the tensor meanwhile."""
     nbytes: int
     """The size of the shared buffer."""
     own: list[tuple[torch.Tensor, int]]
@@ -243,9 +244,10 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
             f"        address = {value}.data_ptr()",
             "        if not 0 < nbytes < U32 or end >= U32 or len(shape) > MAX_DIMS:",
             "            return None",
-            f"        starts.append(address - {value}.storage_offset() * itemsizes[code])",
+            f"        storage = {value}.untyped_storage()",
+            "        starts.append(storage.data_ptr())",
             "        if nbytes < own_below:",
-            "            moves.append((end, address, nbytes))",
+            "            moves.append((end, address, nbytes, storage))",
             f"            {value} = Ext(TENSOR, specs[len(shape)].pack(code, tags[len(shape)], 0, end, *shape))",
             "            end += nbytes + (-nbytes % ALIGN)",
             "        else:",

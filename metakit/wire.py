@@ -291,7 +291,6 @@ _memmove: Final = ctypes.memmove
 _BYTES: Final = frozenset({memoryview, bytearray})
 _USUAL_TABLES: Final = {
     "codes": _TENSOR_DTYPE_CODES,
-    "itemsizes": _ITEMSIZES,
     "specs": [_USUAL_SPECS[_USUAL_SIZE + 4 * ndim] for ndim in range(_MAX_DIMS + 1)],
     "tags": _USUAL_TAGS,
     "Ext": _Ext,
@@ -670,6 +669,10 @@ class Placement(NamedTuple):
     address: int
     """The CPU address its bytes lie at, as they are, if they can be moved from there (a dense CPU tensor with
     no lazy bits); else 0."""
+    storage: object
+    """What keeps the bytes at *address* alive until they are moved: the tensor's storage, which a ``set_``
+    of the tensor meanwhile (from a finalizer, or another thread) would otherwise free; ``None`` with no
+    *address*."""
 
 
 class OwnBuffer(NamedTuple):
@@ -1054,14 +1057,15 @@ class _Packer:
             shape = tensor.shape
             nbytes = tensor.nbytes
             address = tensor.data_ptr()
-            storage = address - tensor.storage_offset() * _ITEMSIZES[code]
+            held = tensor.untyped_storage()
+            storage = held.data_ptr()
             lane = self.cpu_lane
             offset = self.pool_nbytes[lane]
             if 0 < nbytes < _U32 and offset < _U32 and storage not in self.regions and len(shape) <= _MAX_DIMS:
                 self.regions[storage] = [(address, nbytes, index)]
                 if nbytes < self.own_buffer:
                     buffer = lane
-                    self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, None, address)))
+                    self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, None, address, held)))
                     self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
                 else:
                     buffer, offset = self.add_own(tensor, nbytes, lane, True, raw=True)
@@ -1107,7 +1111,8 @@ class _Packer:
             buffer = lane
             offset = self.pool_nbytes[lane]
             raw = address if dense and exact and device == "cpu" else 0
-            self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, strides, raw)))
+            held = tensor.untyped_storage() if raw else None
+            self.pools[lane].append(_tuple_new(Placement, (tensor, offset, nbytes, strides, raw, held)))
             self.pool_nbytes[lane] = offset + nbytes + (-nbytes % ALIGN)
         return _spec(code, flags, _NEW, buffer, offset, shape, strides)
 
@@ -1265,7 +1270,7 @@ def _move_raw(base: int, placements: Iterable[Placement]) -> list[Placement]:
     """Move the raw placements' bytes into the CPU memory at *base*; return the others."""
     others = []
     for placement in placements:
-        _, offset, nbytes, _, address = placement
+        _, offset, nbytes, _, address, _ = placement
         if address:
             _memmove(base + offset, address, nbytes)
         else:
@@ -1279,8 +1284,10 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     The first buffer holds the tensors under 64 KiB (a new ``bytearray``),
     each larger tensor is a buffer of its own: a ``memoryview`` of its CPU
     memory, which keeps the tensor alive as long as the view (a GPU tensor
-    is copied to the CPU first); do not resize its storage meanwhile.  *skip_fields* leaves more fields out, as in
-    ``asdict_zerocopy``.
+    is copied to the CPU first).  The view is numpy's, so torch refuses to
+    resize that storage from then on (``resize_`` raises, and leaves the
+    tensor with the new shape over the old storage: do not read it after).
+    *skip_fields* leaves more fields out, as in ``asdict_zerocopy``.
 
     A value that is not plain data (see the module's docstring) raises
     ``TypeError`` naming the field, unless *allow_pickle* sends it pickled
@@ -1337,7 +1344,7 @@ def _pack_usual(obj: object) -> Packed | None:
     shared = bytearray(nbytes)
     if moves:
         base = ctypes.addressof(ctypes.c_char.from_buffer(shared))
-        for offset, address, size in moves:
+        for offset, address, size, _ in moves:
             _memmove(base + offset, address, size)
     return Packed(header, [memoryview(shared), *(_memoryview(tensor, size) for tensor, size in own)])
 
@@ -1494,35 +1501,22 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     Only the class's ``__init__`` is not tried twice: an error it raises is
     the ``WireError`` the general way would raise.
     """
-    sizes = _usual_sizes(header, buffers)
-    if sizes is None:
+    held = _usual_buffers(header, buffers)
+    if held is None:
         return None
+    sizes, views = held
     read = _usual_values(memoryview(header)[_TABLES[len(buffers)].size :])
     if read is None:
         return None
     cls, builder, values = read
-    views = [_usual_source(buffer) for buffer in buffers]
-    if not _usual_tensors(values, builder.tensors, views, sizes):
+    # As the general way: a read-only buffer is copied once, since tensors may be written to.
+    sources = [bytearray(view) if isinstance(view, bytes) or view.readonly else view for view in views]
+    if not _usual_tensors(values, builder.tensors, sources, sizes):
         return None
     try:
         return builder.call(cls, values)
     except Exception as error:
         raise WireError(f"{cls.__qualname__}(...) raised {describe(error)}") from None
-
-
-def _usual_source(buffer: bytes | bytearray | memoryview) -> bytearray | memoryview:
-    """The flat bytes *buffer*, as the usual way makes tensors of it: as the general way, a read-only one is
-    copied once, since tensors may be written to.
-
-    A writable one is viewed by a memoryview of its own, which the tensors
-    keep: it holds an export of the memory given, so that a ``bytearray``
-    cannot be resized, nor a ``SharedMemory`` closed, under them, and the
-    caller's releasing its own memoryview frees nothing they read
-    (``torch.frombuffer`` holds no export of the object it is given).
-    """
-    if type(buffer) is bytearray or (type(buffer) is memoryview and not buffer.readonly):
-        return memoryview(buffer)
-    return bytearray(buffer)
 
 
 def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
@@ -1544,10 +1538,20 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
         return None
 
 
-def _usual_sizes(header: bytes | bytearray, buffers: Sequence[Any]) -> tuple[int, ...] | None:
+def _usual_buffers(
+    header: bytes | bytearray, buffers: Sequence[Any]
+) -> tuple[tuple[int, ...], list[bytes | memoryview]] | None:
     """The buffer sizes that *header*'s table gives, if it is the usual one (one lane, every buffer after the
-    first large) and *buffers* are bytes of those sizes (``bytes``, ``bytearray`` or a flat byte
-    ``memoryview``); else ``None``."""
+    first large), and *buffers* held, if they are bytes of those sizes (``bytes``, a ``bytearray`` or a flat
+    byte ``memoryview``); else ``None``.
+
+    Each ``bytearray`` and memoryview is held by a memoryview of its own,
+    taken before its size is read: its export keeps the memory given from
+    being resized, freed or unmapped (a ``SharedMemory`` closed, the
+    caller's memoryview released) until the size is checked and for as long
+    as a tensor made of it lives (``torch.frombuffer`` keeps what it is
+    given, but holds no export of it).
+    """
     count = len(buffers)
     table = _TABLES[count]
     if len(header) < table.size:
@@ -1556,16 +1560,25 @@ def _usual_sizes(header: bytes | bytearray, buffers: Sequence[Any]) -> tuple[int
     if values[:3] != (_MAGIC, FORMAT, count) or any(values[3 + count :]):
         return None
     sizes = values[3 : 3 + count]
-    for index, buffer in enumerate(buffers):
-        kind = type(buffer)
-        flat = (
-            kind is bytearray
-            or kind is bytes
-            or (kind is memoryview and buffer.format == "B" and buffer.ndim == 1 and buffer.contiguous)
-        )
-        if not flat or len(buffer) != sizes[index] or (index and sizes[index] < PACK_OWN_BUFFER):
+    views = [_held(buffer) for buffer in buffers]
+    for index, view in enumerate(views):
+        if view is None or len(view) != sizes[index] or (index and sizes[index] < PACK_OWN_BUFFER):
             return None
-    return sizes
+    return sizes, views  # type: ignore[return-value]  # none is None
+
+
+def _held(buffer: object) -> bytes | memoryview | None:
+    """*buffer* as ``_usual_buffers`` holds it: ``bytes`` as they are, a ``bytearray`` or a flat byte
+    memoryview through a memoryview of its own; ``None`` for anything else."""
+    if type(buffer) is bytes:
+        return buffer
+    if type(buffer) is not bytearray and type(buffer) is not memoryview:
+        return None
+    try:
+        view = memoryview(buffer)
+    except ValueError:  # a released memoryview: the general way says so
+        return None
+    return view if view.format == "B" and view.ndim == 1 and view.contiguous else None
 
 
 def _usual_tensors(values: list[Any], positions: tuple[int, ...], buffers: Sequence[Any], sizes: Sequence[int]) -> bool:
@@ -1640,7 +1653,7 @@ def _source(index: int, buffer: Any, nbytes: int) -> Source:
     else:
         try:
             view = memoryview(buffer).cast("B")
-        except TypeError as error:
+        except (TypeError, ValueError) as error:  # not bytes-like, not contiguous, or released
             raise WireError(f"buffer {index} is not a bytes-like object or a uint8 tensor: {error}") from None
         size = view.nbytes
         source = bytearray(view) if view.readonly else view

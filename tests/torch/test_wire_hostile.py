@@ -11,6 +11,7 @@ rank 0 that writes frames by hand and a rank 1 watched by an audit hook.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import datetime
 import gc
@@ -25,7 +26,7 @@ import time
 import types
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, make_dataclass
 from multiprocessing import shared_memory
 from pathlib import Path
@@ -1857,3 +1858,80 @@ def test_a_header_that_is_not_contiguous_bytes_is_refused_naming_it() -> None:
         wire.unpack(strided, buffers)
     with pytest.raises(WireError, match="the header is not a contiguous bytes-like object"):
         wire.unpack("not bytes", buffers)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _at_collection(number: int, change: Callable[[], None]) -> Iterator[None]:
+    """Run *change* at the *number*-th garbage collection inside the block, one at every allocation: where a
+    finalizer, or another thread, could run between any two steps of what the block calls."""
+    count = 0
+
+    def callback(phase: str, _: dict[str, int]) -> None:
+        nonlocal count
+        if phase == "start":
+            count += 1
+            if count == number:
+                change()
+
+    gc.callbacks.append(callback)
+    threshold = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(callback)
+
+
+@pytest.mark.parametrize("header_as", [bytes, memoryview], ids=["usual way", "general way"])
+@pytest.mark.parametrize("change", ["clear", "extend"])
+def test_a_buffer_changed_while_it_is_read_gives_a_wire_error_or_the_record_never_a_wrong_size(
+    header_as: type, change: str
+) -> None:
+    # (Found by an outside tester: the usual way read a buffer's size before it held the buffer, so a buffer
+    # cleared meanwhile raised a raw ValueError, and one grown meanwhile gave a record of a buffer no longer
+    # the size the table lists.)
+    record = Usual(1, torch.arange(4, dtype=torch.int64), torch.arange(1 << 15, dtype=torch.int32))
+    header, buffers = wire.pack(record)
+    for number in range(1, 40):
+        given = [bytearray(buffer) for buffer in buffers]
+
+        def changed(buffer: bytearray = given[1]) -> None:
+            with contextlib.suppress(BufferError):  # refused once the buffer is held
+                buffer.clear() if change == "clear" else buffer.extend(bytes(1024))
+
+        try:
+            with _at_collection(number, changed):
+                back = wire.unpack(header_as(bytes(header)), given)
+        except WireError:
+            continue
+        assert len(given[1]) == len(buffers[1])
+        assert torch.equal(back.second, record.second)
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["usual way", "general way"])
+def test_a_tensor_whose_storage_is_replaced_while_it_is_packed_sends_its_old_or_new_bytes(general: bool) -> None:
+    # (Found by an outside tester: pack read a small tensor's address, ran Python code, then copied from the
+    # address, which a set_ meanwhile had freed: it sent another tensor's bytes, or the allocator's.)
+    for number in range(1, 40):
+        small = torch.arange(4096, dtype=torch.int64)
+        record = Usual(1, small, None)
+        kept: list[torch.Tensor] = []
+
+        def replaced(small: torch.Tensor = small, kept: list[torch.Tensor] = kept) -> None:
+            small.set_(torch.zeros(4096, dtype=torch.int64))
+            kept.extend(torch.full((4096,), -7, dtype=torch.int64) for _ in range(4))  # over the freed bytes
+
+        with _at_collection(number, replaced):
+            packed = wire.pack(record, skip_fields=() if general else None)
+        sent = torch.frombuffer(bytearray(packed.buffers[0]), dtype=torch.int64)[:4096]
+        assert torch.equal(sent, torch.arange(4096)) or not sent.any(), f"collection {number}: {sent[:4]}"
+
+
+@pytest.mark.parametrize("header_as", [bytes, memoryview], ids=["usual way", "general way"])
+def test_a_released_memoryview_given_as_a_buffer_is_a_wire_error(header_as: type) -> None:
+    header, (buffer,) = wire.pack(Usual(1, torch.arange(4, dtype=torch.int64), None))
+    released = memoryview(bytearray(buffer))
+    released.release()
+    with pytest.raises(WireError, match=r"buffer 0 is not a bytes-like object.*released"):
+        wire.unpack(header_as(bytes(header)), [released])
