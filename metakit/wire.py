@@ -1564,7 +1564,7 @@ def _usual_buffers(
     for index, view in enumerate(views):
         if view is None or len(view) != sizes[index] or (index and sizes[index] < PACK_OWN_BUFFER):
             return None
-    return sizes, views  # type: ignore[return-value]  # none is None
+    return sizes, views  # type: ignore[return-value]  # no view is None by now
 
 
 def _held(buffer: object) -> bytes | memoryview | None:
