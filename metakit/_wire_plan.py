@@ -239,8 +239,8 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
             f"                or {value}.requires_grad or not {value}.is_contiguous() or {value}.is_conj()",
             f"                or {value}.is_neg()):",
             "            return None",
+            f"        shape = {value}.shape",  # before its size, as _Packer.tensor reads them
             f"        nbytes = {value}.nbytes",
-            f"        shape = {value}.shape",
             f"        address = {value}.data_ptr()",
             "        if not 0 < nbytes < U32 or end >= U32 or len(shape) > MAX_DIMS:",
             "            return None",

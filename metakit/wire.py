@@ -1380,10 +1380,10 @@ def _memoryview(tensor: torch.Tensor, nbytes: int) -> memoryview:
 def _header_bytes(header: bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
     """*header* as bytes that ``len`` and indexing count one by one: a memoryview of wider items or of more
     dimensions, or an object of another bytes-like type, is read as a flat view of its bytes."""
-    if type(header) is bytes or type(header) is bytearray:
+    if type(header) is bytes:
         return header
     try:
-        view = memoryview(header)
+        view = memoryview(header)  # held: a bytearray cannot be resized while it is read
         return view if view.format == "B" and view.ndim == 1 and view.c_contiguous else view.cast("B")
     except (TypeError, ValueError) as error:  # not bytes-like, not contiguous, or released
         raise WireError(f"the header is not a contiguous bytes-like object: {error}") from None

@@ -1935,3 +1935,24 @@ def test_a_released_memoryview_given_as_a_buffer_is_a_wire_error(header_as: type
     released.release()
     with pytest.raises(WireError, match=r"buffer 0 is not a bytes-like object.*released"):
         wire.unpack(header_as(bytes(header)), [released])
+
+
+def test_a_bytearray_header_cleared_while_it_is_read_gives_a_wire_error_or_the_record() -> None:
+    # (Found by an outside tester: the general way read a bytearray header without holding it, so one
+    # cleared meanwhile, by another thread or a finalizer, raised a raw struct.error.)
+    record = Usual(1, torch.arange(4, dtype=torch.int64), None)
+    header, buffers = wire.pack(record)
+    tensors = [torch.frombuffer(bytearray(buffer), dtype=torch.uint8) for buffer in buffers]  # the general way
+    for number in range(1, 30):
+        given = bytearray(header)
+
+        def cleared(given: bytearray = given) -> None:
+            with contextlib.suppress(BufferError):  # refused once the header is held
+                given.clear()
+
+        try:
+            with _at_collection(number, cleared):
+                back = wire.unpack(given, tensors)
+        except WireError:
+            continue
+        assert back.first.tolist() == [0, 1, 2, 3]
