@@ -1501,11 +1501,12 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     Only the class's ``__init__`` is not tried twice: an error it raises is
     the ``WireError`` the general way would raise.
     """
-    held = _usual_buffers(header, buffers)
+    whole = memoryview(header)  # held: a bytearray cannot be resized while it is read
+    held = _usual_buffers(whole, buffers)
     if held is None:
         return None
     sizes, views = held
-    read = _usual_values(memoryview(header)[_TABLES[len(buffers)].size :])
+    read = _usual_values(whole[_TABLES[len(buffers)].size :])
     if read is None:
         return None
     cls, builder, values = read
@@ -1539,7 +1540,7 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
 
 
 def _usual_buffers(
-    header: bytes | bytearray, buffers: Sequence[Any]
+    header: memoryview, buffers: Sequence[Any]
 ) -> tuple[tuple[int, ...], list[bytes | memoryview]] | None:
     """The buffer sizes that *header*'s table gives, if it is the usual one (one lane, every buffer after the
     first large), and *buffers* held, if they are bytes of those sizes (``bytes``, a ``bytearray`` or a flat
