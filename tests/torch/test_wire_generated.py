@@ -705,8 +705,8 @@ def test_a_string_literal_in_an_annotation_is_read_as_python_reads_it(prefix: st
 def _check_literal_as_python_reads_it(text: str) -> None:
     try:
         value = ast.literal_eval(f"({text})")  # in brackets, as in Literal[...]: a newline there is no end
-    except SyntaxError:  # not one literal, or one Python refuses: the field takes any value
-        value = None
+    except (SyntaxError, ValueError):  # not one literal (""f"" is an f-string), or one Python refuses: the field
+        value = None  # takes any value
     cls = _annotated_as("Quoted", f"Literal[{text}]")
     if value is None:
         assert wire.unpack(*wire.pack(cls(1))) == cls(1)
