@@ -7,6 +7,10 @@ the run: every test that is collected must run.  An expected failure
 Once the tests are collected, the objects the test modules made are frozen
 out of the garbage collector's walks (``gc.freeze``): many tests collect
 again and again.
+
+Hypothesis draws the same examples on every run (``derandomize``), so that
+a run passes or fails on the code alone.  METAKIT_HYPOTHESIS=explore draws
+new ones each run, to look for inputs no run has tried yet.
 """
 
 from __future__ import annotations
@@ -15,6 +19,11 @@ import gc
 import os
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("fixed", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("METAKIT_HYPOTHESIS", "fixed"))
 
 _skipped: list[str] = []
 
