@@ -1403,8 +1403,8 @@ def buffer_table(header: bytes | bytearray | memoryview, most: int | None = None
 
 
 def _table(header: bytes | bytearray | memoryview, most: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """``buffer_table``'s sizes and lanes."""
-    count = buffer_count(header)
+    """``buffer_table``'s sizes and lanes, of a header ``_header_bytes`` made."""
+    count = _count(header)
     if most is not None and count > most:
         raise WireError(f"the header lists {count} buffers, more than the {most} that can be given here")
     return _sizes_and_lanes(header, count)
@@ -1421,7 +1421,11 @@ def _sizes_and_lanes(header: bytes | bytearray | memoryview, count: int) -> tupl
 
 def buffer_count(header: bytes | bytearray | memoryview) -> int:
     """How many buffers travel with *header* (read from its first bytes, checked to hold their table)."""
-    header = _header_bytes(header)
+    return _count(_header_bytes(header))
+
+
+def _count(header: bytes | bytearray | memoryview) -> int:
+    """``buffer_count`` of a header ``_header_bytes`` made."""
     try:
         magic, _, count = _TABLE_HEAD.unpack_from(header)
     except struct.error:
@@ -1479,7 +1483,7 @@ def _unpack_general(
     wrong."""
     header = _header_bytes(header)
     allowed = allowed_globals(allow_pickle)
-    count = buffer_count(header)
+    count = _count(header)
     if len(buffers) != count:
         raise WireError(f"the header lists {count} buffers, but {len(buffers)} were given")
     sizes, _ = _sizes_and_lanes(header, count)
@@ -1584,43 +1588,57 @@ def _held(buffer: object) -> bytes | memoryview | None:
 
 def _usual_tensors(values: list[Any], positions: tuple[int, ...], buffers: Sequence[Any], sizes: Sequence[int]) -> bool:
     """Put in *values*, at *positions*, the tensor of each usual spec there, a view of *buffers*; ``False`` at
-    the first spec that is not usual (then the general way reads the header again).
-
-    Each tensor passes ``_Reader.tensor``'s checks of the usual spec: a known
-    dtype, after the tensor before it in its buffer, in the shared buffer at
-    a multiple of ``ALIGN``, in one of its own alone and large, inside it,
-    and at an address aligned to its items.
-    """
+    the first spec that is not usual or breaks a rule (then the general way reads the header again)."""
     ends = [0] * len(buffers)
     for position in positions:
         spec = values[position]
         if spec is None:
             continue
-        data: bytes = spec.data  # bytes, as the typed decoder makes it
-        usual = _USUAL_SPECS.get(len(data)) if spec.code == _TENSOR else None
-        if usual is None:
+        try:
+            placed = _usual_tensor(spec.data, buffers, sizes, ends, 1) if spec.code == _TENSOR else None
+        except WireError:  # at an address its items cannot start at: the general way names the field
             return False
-        code, tag, buffer, offset, *shape = usual.unpack(data)
-        itemsize = _ITEMSIZES[code]
-        end = offset + (shape[0] if len(shape) == 1 else math.prod(shape)) * itemsize
-        if not (
-            tag == _USUAL_TAGS[len(shape)]
-            and buffer < len(buffers)
-            and ends[buffer] <= offset < end <= sizes[buffer]
-            and not offset % ALIGN
-            and (not buffer or (not offset and end >= PACK_OWN_BUFFER))
-        ):
+        if placed is None:
             return False
-        tensor = _frombuffer(
-            buffers[buffer], dtype=_TENSOR_DTYPES[code], count=(end - offset) // itemsize, offset=offset
-        )
-        if tensor.data_ptr() % itemsize:
-            return False
-        ends[buffer] = end
-        if len(shape) != 1:
-            tensor = tensor.view(*shape) if shape else tensor.view(())  # sizes as arguments: faster than a tuple
-        values[position] = tensor
+        values[position] = placed[2]
     return True
+
+
+def _usual_tensor(
+    data: bytes | memoryview, sources: Sequence[Any], sizes: Sequence[int], ends: list[int], shared: int
+) -> tuple[int, int, torch.Tensor] | None:
+    """The buffer, offset and tensor of the usual spec *data*, a view of *sources*; ``None`` if *data* is not a
+    usual spec, or breaks a rule of the format (the long form's reading then says which).
+
+    The usual tensor lies on the CPU, contiguous, after the tensor before it
+    in its buffer (*ends*, which this updates), inside the bytes given: in
+    one of the first *shared* buffers at a multiple of ``ALIGN``, else alone
+    at the start of a large buffer of its own.  *sizes* gives each buffer's
+    size, or -1 where no usual tensor may lie (a buffer given as a tensor).
+    A buffer at an address the tensor's items cannot start at raises
+    ``WireError`` (torch's kernels assume aligned elements).
+    """
+    usual = _USUAL_SPECS.get(len(data))
+    if usual is None:
+        return None
+    code, tag, buffer, offset, *shape = usual.unpack(data)
+    itemsize = _ITEMSIZES[code]
+    end = offset + (shape[0] if len(shape) == 1 else math.prod(shape)) * itemsize
+    if not (
+        tag == _USUAL_TAGS[len(shape)]
+        and buffer < len(sizes)
+        and ends[buffer] <= offset < end <= sizes[buffer]
+        and not offset % ALIGN
+        and (buffer < shared or (not offset and end >= PACK_OWN_BUFFER))
+    ):
+        return None
+    tensor = _frombuffer(sources[buffer], dtype=_TENSOR_DTYPES[code], count=(end - offset) // itemsize, offset=offset)
+    if tensor.data_ptr() % itemsize:
+        raise WireError(f"buffer {buffer} does not start at an address that is a multiple of {itemsize}")
+    ends[buffer] = end
+    if len(shape) != 1:
+        tensor = tensor.view(*shape) if shape else tensor.view(())  # sizes as arguments: faster than a tuple
+    return buffer, offset, tensor
 
 
 def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
@@ -1823,30 +1841,12 @@ class _Reader:
     def tensor(self, data: memoryview) -> torch.Tensor:
         """The tensor of one spec: the usual one made here, any other by ``placed``."""
         index = len(self.tensors)
-        usual = _USUAL_SPECS.get(len(data))
-        if usual is not None:
-            code, tag, buffer, offset, *shape = usual.unpack(data)
-            itemsize = _ITEMSIZES[code]
-            numel = shape[0] if len(shape) == 1 else math.prod(shape)
-            end = offset + numel * itemsize
-            if (
-                tag == _USUAL_TAGS[len(shape)]
-                and buffer < len(self.usual)
-                and self.ends[buffer] <= offset < end <= self.usual[buffer]
-                and not offset % ALIGN
-                and (buffer < self.shared or (not offset and end >= PACK_OWN_BUFFER))
-            ):
-                # The usual tensor: on the CPU, contiguous, after the one before it in a shared buffer or alone
-                # at the start of a large one of its own, inside bytes given here.
-                tensor = _frombuffer(self.sources[buffer], dtype=_TENSOR_DTYPES[code], count=numel, offset=offset)
-                if tensor.data_ptr() % itemsize:
-                    raise WireError(f"buffer {buffer} does not start at an address that is a multiple of {itemsize}")
-                if len(shape) != 1:
-                    tensor = tensor.view(shape)
-                self.ends[buffer] = end
-                self.regions[index] = (buffer, offset, end - offset, "cpu")
-                self.tensors.append(tensor)
-                return tensor
+        placed = _usual_tensor(data, self.sources, self.usual, self.ends, self.shared)
+        if placed is not None:
+            buffer, offset, tensor = placed
+            self.regions[index] = (buffer, offset, tensor.nbytes, "cpu")
+            self.tensors.append(tensor)
+            return tensor
         if len(data) < 3:
             raise WireError(f"tensor {index}'s spec is cut short")
         ndim = data[2]
