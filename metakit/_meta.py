@@ -43,19 +43,13 @@ from metakit._source import label_of, unwritable
 _M = TypeVar("_M", bound="ZeroCopyFields")
 
 LOCK: Final = threading.RLock()
-"""Held over each change to a class that the rules act on, with what the rules make of it.
-
-Re-entrant: a finalizer that the garbage collector runs while it is held, a
-signal handler or a profiler may make or change a class in the same thread.
-"""
+"""Held over each change to a class that the rules act on, with what the rules make of it.  Re-entrant:
+a finalizer, a signal handler or a profiler may make or change a class in the same thread meanwhile."""
 
 
 _registry: Final[dict[int, weakref.ref[Any]]] = {}
-"""Every live class that ``ZeroCopyFields`` made, in the order in which they were made: a weak reference
-to each, under its own ``id``, which it leaves when its class is collected.
-
-No lock: each change is one operation of the dict, which the GIL keeps whole; readers walk a copy.
-"""
+"""Every live class that ``ZeroCopyFields`` made, oldest first: a weak reference to each, under its own
+``id``, which it leaves with its class.  No lock: each change is one dict operation; readers walk a copy."""
 
 
 def _unregister(ref: weakref.ref[Any]) -> None:
@@ -66,9 +60,7 @@ _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
 
 
 def _delete(cls: type, name: str) -> None:
-    """Take *name* off *cls*, if it is still there: code that ran in this thread in the middle of
-    the rules' work (a finalizer, a profiler) may have changed the class, and the rules decide
-    again after it (``_settle``)."""
+    """Take *name* off *cls*, if a finalizer or profiler that ran meanwhile left it (``_settle`` decides again)."""
     if name in cls.__dict__:
         type.__delattr__(cls, name)
 
