@@ -171,8 +171,10 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     imported and searched too, all the way down, as ``pkgutil`` lists them:
     modules and regular packages (directories with an ``__init__.py``).  A
     directory without one, which Python would import as a namespace
-    package, is searched only when named itself: it may hold scripts that
-    were never meant to be imported, as ``__main__`` modules are not.
+    package, is not imported: it may hold scripts that were never meant to
+    be imported, as ``__main__`` modules are not.  Its modules that are
+    imported already are searched, as is any module under the package's
+    name that is, after those the walk lists, in the order of their names.
     Classes nested in classes count, and so do live classes made in a
     function (a factory's, that the module keeps only in a dict or a list;
     or that code elsewhere made and holds); classes a module only imports
@@ -193,6 +195,12 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     root = importlib.import_module(module) if isinstance(module, str) else module
     classes: list[type] = []
     modules = _modules_under(root)
+    if hasattr(root, "__path__"):
+        walked = {found.__name__ for found in modules}
+        imported = sorted(name for name in sys.modules.copy() if name.startswith(f"{root.__name__}."))
+        modules += [
+            found for name in imported if name not in walked and isinstance(found := sys.modules.get(name), ModuleType)
+        ]
     # A class made and dropped lives on in its own reference cycles until they are collected: so that
     # two runs (pytest-xdist's workers) find the same classes, none of those is found.
     gc.collect()

@@ -1295,6 +1295,8 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     field's annotation, and a tensor that cannot travel (sparse, quantized,
     nested, on the meta device).
     """
+    if allow_pickle is not False and allow_pickle is not True:
+        raise TypeError(f"pack()'s allow_pickle takes True or False, not {allow_pickle!r}")
     if skip_fields is None:
         packed = _pack_usual(obj)
         if packed is not None:

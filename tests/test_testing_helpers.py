@@ -2075,6 +2075,25 @@ def test_classes_a_module_holds_only_in_a_container_are_found_after_those_it_nam
     assert names == ["Direct", "FlashMeta", "XFormersMeta"]
 
 
+def test_a_directory_without_init_is_searched_for_the_modules_imported_from_it(tmp_path, monkeypatch):
+    # Its classes were left out even once imported, and the README's recipe never checked them (an outside
+    # tester).  A module there that nothing imported stays unimported: it may be a script.
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = write_package(
+        tmp_path,
+        {
+            "models.py": INPUTS,
+            "plain/inputs.py": INPUTS.replace("ModelInput", "PlainInput"),
+            "plain/script.py": "raise SystemExit('a script must not be imported')",
+        },
+    )
+    assert [cls.__qualname__ for cls in zerocopy_classes_in(package)] == ["ModelInput"]
+    assert f"{package}.plain.inputs" not in sys.modules
+    importlib.import_module(f"{package}.plain.inputs")
+    found = [(cls.__module__, cls.__qualname__) for cls in zerocopy_classes_in(package)]
+    assert found == [(f"{package}.models", "ModelInput"), (f"{package}.plain.inputs", "PlainInput")]
+
+
 def test_a_module_gives_only_its_own_classes(package):
     names = [cls.__qualname__ for cls in zerocopy_classes_in(f"{package}.sub.inputs")]
     assert names == ["ModelInput"]

@@ -1598,6 +1598,13 @@ def test_allow_pickle_as_one_str_is_refused_not_read_by_substring() -> None:
         wire.unpack(header, buffers, allow_pickle="my_app.builtins.print_wrapper")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("allow_pickle", [1, 0, None, "yes", {"builtins.int"}])
+def test_packs_allow_pickle_takes_only_a_bool(allow_pickle: Any) -> None:
+    # It was taken by its truth, so 1 or a set of names pickled silently (an outside tester).
+    with pytest.raises(TypeError, match=r"pack\(\)'s allow_pickle takes True or False, not "):
+        wire.pack(_step(), allow_pickle=allow_pickle)
+
+
 def test_a_value_nested_too_deep_or_holding_itself_is_refused_on_the_sender() -> None:
     cycle: list[object] = []
     cycle.append(cycle)
