@@ -172,9 +172,10 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     modules and regular packages (directories with an ``__init__.py``).  A
     directory without one, which Python would import as a namespace
     package, is not imported: it may hold scripts that were never meant to
-    be imported, as ``__main__`` modules are not.  Its modules that are
-    imported already are searched, as is any module under the package's
-    name that is, after those the walk lists, in the order of their names.
+    be imported, as ``__main__`` modules are not.  The modules under the
+    package's name that are imported already and that the walk does not
+    list (such a directory's) are searched too, after the walk's, in the
+    order of their names.
     Classes nested in classes count, and so do live classes made in a
     function (a factory's, that the module keeps only in a dict or a list;
     or that code elsewhere made and holds); classes a module only imports
