@@ -6,7 +6,7 @@
 # Every step of `make check` also runs on its own: `make lint`, `make types`,
 # `make test` (3.11, with torch), `make test-3.10` (or 3.12 to 3.15: without
 # torch), `make bench-quick`, `make package`.  `make help` lists them all,
-# with `make bench-record`, which records the full runs the README quotes.
+# with `make bench-record` and `make count-record`, which record the figures of docs/benchmarks.md.
 #
 # The virtual environments (.venv, .venv-3.10, ...) are made from python3.X
 # on PATH or in pyenv (else installed by get-python, as 3.14 and 3.15 are
@@ -33,7 +33,7 @@ PYTEST := METAKIT_NO_SKIPS=1 $(PY) -m pytest $(XDIST)
 
 step = @echo && echo "=== $(1)"
 
-.PHONY: help check bench bench-quick bench-record $(OTHER_VERSIONS:%=bench-%) lint format types test \
+.PHONY: help check bench bench-quick bench-record count-record $(OTHER_VERSIONS:%=bench-%) lint format types test \
 	test-$(PYTHON_VERSION) $(OTHER_VERSIONS:%=test-%) test-gpu package mypy-matrix venv $(OTHER_VERSIONS:%=venv-%)
 
 help:  ## list the targets
@@ -57,6 +57,12 @@ bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.15 into
 	$(PY) -m metakit bench --json .ci/bench-$(PYTHON_VERSION).json --plot .ci/bench.png | tee .ci/bench-$(PYTHON_VERSION).txt
 	for version in $(OTHER_VERSIONS); do \
 		.venv-$$version/bin/python -m metakit bench --json .ci/bench-$$version.json | tee .ci/bench-$$version.txt; \
+	done
+
+count-record: venv $(OTHER_VERSIONS:%=venv-%)  ## class creation's instruction counts on 3.10 to 3.15 into .ci/creation-3.X.{txt,json} (valgrind; about 10 minutes each)
+	.ci/count-creation $(PY) --json .ci/creation-$(PYTHON_VERSION).json | tee .ci/creation-$(PYTHON_VERSION).txt
+	for version in $(OTHER_VERSIONS); do \
+		.ci/count-creation .venv-$$version/bin/python --json .ci/creation-$$version.json | tee .ci/creation-$$version.txt; \
 	done
 
 bench-quick: venv  ## bench --quick and bench --quick --distributed: a missed target is printed, not a failure
@@ -116,5 +122,5 @@ $(OTHER_VERSIONS:%=venv-%): venv-%:
 	@.ci/venv.sh .venv-$* $* bench test
 
 .PHONY: docs
-docs: venv  ## docs/benchmarks.md from the recorded runs .ci/bench-3.X.json (`make bench-record docs` records them first)
-	$(PY) -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json
+docs: venv  ## docs/benchmarks.md from the recorded runs .ci/bench-3.X.json and .ci/creation-3.X.json (`make bench-record count-record docs` records them first)
+	$(PY) -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json --creation $(wildcard .ci/creation-3.*.json)

@@ -275,6 +275,7 @@ def test_wire_targets_are_the_round_trip_ratio_and_the_header_ratio(run: Run) ->
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = sorted(ROOT.glob(".ci/bench-3.*.json"))
+COUNTED = sorted(ROOT.glob(".ci/creation-3.*.json"))
 PAGE = ROOT / "docs" / "benchmarks.md"
 
 
@@ -282,7 +283,36 @@ def test_docs_benchmarks_md_is_what_make_docs_generates_from_the_recorded_runs()
     if not RECORDED:  # an unpacked sdist holds neither the records nor the page made from them
         assert not PAGE.exists(), "docs/benchmarks.md is there, but not the .ci/bench-3.X.json it is made from"
         return
-    assert PAGE.read_text(encoding="utf-8") == docs.render(docs.load(RECORDED)), "run `make docs`"
+    page = docs.render(docs.load(RECORDED), docs.load_counts(COUNTED))
+    assert PAGE.read_text(encoding="utf-8") == page, "run `make docs`"
+
+
+def _count(python: str, rows: list[tuple[int, str, float, float]]) -> dict[str, Any]:
+    return {
+        "python": python,
+        "classes": 100,
+        "layouts": 3,
+        "rows": [
+            {"fields": n, "scenario": scenario, "plain": plain, "extra": extra, "extra_low": extra, "extra_high": extra}
+            for n, scenario, plain, extra in rows
+        ],
+    }
+
+
+def test_docs_page_gives_each_interpreters_instruction_counts_against_the_bounds(tmp_path: Path) -> None:
+    newer = tmp_path / "creation-3.15.json"
+    older = tmp_path / "creation-3.9.json"
+    newer.write_text(json.dumps(_count("CPython 3.15.2", [(5, "same", 1e6, 100e3), (5, "new", 1e6, 151e3)])))
+    older.write_text(json.dumps(_count("CPython 3.9.1", [(5, "same", 1e6, 101e3)])))
+    counts = docs.load_counts([newer, older])
+    assert [count["python"] for count in counts] == ["CPython 3.9.1", "CPython 3.15.2"]  # by version, not by name
+    lines = docs._counts(counts)
+    assert "| 5 | the same class again | +10% | +101 k (+10.1%) ✗ | +100 k (+10.0%) ✓ |" in lines
+    assert "| 5 | new field names | +15% | - | +151 k (+15.1%) ✗ |" in lines
+    assert docs._counts([]) == []
+    (tmp_path / "bad.json").write_text(json.dumps({"python": "3.15"}))
+    with pytest.raises(docs.RecordError, match="is not a record of `.ci/count-creation --json`"):
+        docs.load_counts([tmp_path / "bad.json"])
 
 
 def test_docs_page_holds_the_wire_figures_and_every_target_of_a_run(run: Run, tmp_path: Path) -> None:

@@ -3,11 +3,13 @@
 The page holds the method, the design's targets and, for each recorded run
 (``python -m metakit bench --json PATH``, one per interpreter), its tables.
 Every figure on it comes from those records, and nothing on it is typed by
-hand: ``make docs`` writes it from ``.ci/bench-3.X.json``, and a test checks
-that the committed page is what this module makes of the committed records.
+hand: ``make docs`` writes it from ``.ci/bench-3.X.json``, and from the
+instruction counts of class creation that ``.ci/count-creation --json``
+recorded in ``.ci/creation-3.X.json``; a test checks that the committed page
+is what this module makes of the committed records.
 
-    python -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json
-    python -m metakit.bench.docs --check --output docs/benchmarks.md .ci/bench-3.*.json
+    python -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json --creation .ci/creation-3.*.json
+    python -m metakit.bench.docs --check --output docs/benchmarks.md .ci/bench-3.*.json --creation ...
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metakit.bench.creation import SCENARIOS
+from metakit.bench.creation import BOUNDS, SCENARIOS
 from metakit.bench.timing import FULL, QUICK
 from metakit.bench.wire import RECORDS as WIRE_RECORDS
 from metakit.bench.wire import STEPS as WIRE_STEPS
@@ -49,12 +51,30 @@ def _read(path: str | Path) -> Report:
 
 
 def _python_version(report: Report) -> tuple[int, ...]:
-    found = re.match(r"(\d+)\.(\d+)\.?(\d*)", report["versions"]["python"])
+    return _version_of(report["versions"]["python"])
+
+
+def _version_of(text: str) -> tuple[int, ...]:
+    found = re.search(r"(\d+)\.(\d+)\.?(\d*)", text)
     return tuple(int(part or 0) for part in found.groups()) if found else ()
 
 
-def render(reports: Sequence[Report]) -> str:
-    """The page, from *reports* (as ``load`` orders them)."""
+def load_counts(paths: Iterable[str | Path]) -> list[Report]:
+    """The instruction counts at *paths* (``.ci/count-creation --json``), oldest Python first."""
+    counts = []
+    for path in paths:
+        try:
+            count = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise RecordError(f"cannot read {path}: {error}") from None
+        if not (isinstance(count, dict) and {"python", "classes", "layouts", "rows"} <= count.keys()):
+            raise RecordError(f"{path} is not a record of `.ci/count-creation --json`")
+        counts.append(count)
+    return sorted(counts, key=lambda count: _version_of(count["python"]))
+
+
+def render(reports: Sequence[Report], counts: Sequence[Report] = ()) -> str:
+    """The page, from *reports* (as ``load`` orders them) and the instruction *counts* (as ``load_counts`` does)."""
     lines = [
         "# Benchmarks",
         "",
@@ -64,6 +84,7 @@ def render(reports: Sequence[Report]) -> str:
         *_INTRODUCTION,
         *_method(),
         *_targets(reports),
+        *_counts(counts),
     ]
     for report in reports:
         lines += _run(report)
@@ -129,8 +150,8 @@ def _method() -> list[str]:
         "- **Class creation**: a `@dataclass` class statement with 5, 15 or 50 `int` fields, with and without"
         " `ZeroCopy`, one class at a time; *the same class again* runs one class statement over and over,"
         " *new field names* compiles one with names never seen before. The design's bounds are on"
-        " instruction counts (`.ci/count-creation`, with valgrind); the wall times here are checked against"
-        " the same numbers.",
+        " instruction counts ([below](#class-creation-in-instructions)); the wall times here are checked"
+        " against the same numbers, and come out higher.",
         "- **Wire**: `wire.pack` + `wire.unpack` against an encoder and a typed decoder written the way vLLM"
         " V1's `MsgpackEncoder`/`MsgpackDecoder` work (`metakit/bench/msgpack_peer.py`: msgspec, each"
         " tensor as its dtype name, shape and data, the data inline under 256 bytes and otherwise an"
@@ -195,6 +216,41 @@ def _targets(reports: Sequence[Report]) -> list[str]:
         "",
     ]
     return lines
+
+
+def _counts(counts: Sequence[Report]) -> list[str]:
+    if not counts:
+        return []
+    first = counts[0]
+    lines = [
+        "## Class creation, in instructions",
+        "",
+        *_wrap(
+            "The instructions that creating one class costs with `ZeroCopy`, over a plain `@dataclass` of the"
+            " same fields, as `.ci/count-creation` counts them under valgrind's callgrind (`make count-record`"
+            f" records them): {first['classes']} classes of each kind, the median of {first['layouts']} memory"
+            " layouts, with a fixed hash seed. Unlike time, the count does not move with the machine's load."
+            f" The bounds are the design's: {BOUNDS['same'] - 1:.0%} more for the same class made again,"
+            f" {BOUNDS['new'] - 1:.0%} for new field names."
+        ),
+        "",
+        f"| fields | class | bound | {' | '.join(count['python'] for count in counts)} |",
+        f"| ---: | --- | :---: |{' ---: |' * len(counts)}",
+    ]
+    keys = list(dict.fromkeys((row["fields"], row["scenario"]) for count in counts for row in count["rows"]))
+    by_count = [{(row["fields"], row["scenario"]): row for row in count["rows"]} for count in counts]
+    for fields, scenario in keys:
+        bound = BOUNDS[scenario] - 1
+        cells = []
+        for rows in by_count:
+            row = rows.get((fields, scenario))
+            if row is None:
+                cells.append("-")
+                continue
+            share = row["extra"] / row["plain"]
+            cells.append(f"{row['extra'] / 1e3:+,.0f} k ({share:+.1%}) {'✓' if share <= bound else '✗'}")
+        lines.append(f"| {fields} | {SCENARIOS[scenario]} | +{bound:.0%} | {' | '.join(cells)} |")
+    return [*lines, ""]
 
 
 def _status(target: Mapping[str, Any] | None) -> str:
@@ -361,9 +417,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("records", nargs="+", metavar="RECORD", help="a --json record of the benchmark")
     parser.add_argument("--output", required=True, metavar="PATH", help="the page to write: docs/benchmarks.md")
     parser.add_argument("--check", action="store_true", help="write nothing: exit 1 if the page is not current")
+    parser.add_argument(
+        "--creation", nargs="*", default=[], metavar="COUNT", help="a --json record of .ci/count-creation"
+    )
     args = parser.parse_args(argv)
     try:
-        page = render(load(args.records))
+        page = render(load(args.records), load_counts(args.creation))
     except RecordError as error:  # before anything is written
         parser.error(str(error))
     output = Path(args.output)
