@@ -72,9 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()  # here, where a closed pipe can still be told from other errors
     except UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
+        _flush_or_discard(prog)
         return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
+        _flush_or_discard(prog)
         return _INTERRUPTED
     except BrokenPipeError:
         _discard_stdout()
@@ -106,11 +108,25 @@ def _buffer_stdout() -> None:
     )
 
 
+def _flush_or_discard(prog: str) -> None:
+    """Flush stdout before an error's exit, or say it cannot be written and discard it.
+
+    Else Python's own flush at exit would fail again (a module that printed
+    while it was imported, to a full disk) and end the process with status 120.
+    """
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError) as error:
+        _discard_stdout()
+        print(f"{prog}: error: cannot write the output: {_one_line(error)}", file=sys.stderr)
+
+
 def _discard_stdout() -> None:
     """Send what is left of stdout nowhere: the reader has gone, and Python flushes it again at exit."""
     try:
         descriptor = sys.stdout.fileno()
-    except (AttributeError, OSError):  # not a file (captured, as in tests): nothing is flushed at exit
+    except (AttributeError, OSError, ValueError):  # not a file (captured, as in tests), or closed: nothing to flush
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, descriptor)

@@ -546,6 +546,33 @@ def test_output_that_cannot_be_written_is_told_in_one_line(tmp_path, environment
     assert err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize("command", ["show", "stubgen"])
+def test_a_module_that_prints_while_imported_to_a_full_disk_exits_with_status_2(tmp_path, command):
+    # Its failed print became the import's error, then Python's flush at exit failed again: "Exception
+    # ignored" and status 120 (an outside tester).
+    if not os.path.exists("/dev/full"):
+        pytest.fail("/dev/full is needed: this test runs on Linux")
+    (tmp_path / "metakit_cli_noisy.py").write_text(
+        "print('loading')\nfrom dataclasses import dataclass\nfrom metakit import ZeroCopy\n\n"
+        "@dataclass\nclass Noisy(ZeroCopy):\n    a: int\n"
+    )
+    target = ["metakit_cli_noisy:Noisy"] if command == "show" else ["metakit_cli_noisy", "-o", str(tmp_path / "out")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
+    with open("/dev/full", "w") as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "metakit", command, *target],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            env=env,
+            check=False,
+        )
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert "Traceback" not in err, err
+    assert "Exception ignored" not in err, err
+    assert err.endswith(f"{PROG}: error: cannot write the output: [Errno 28] No space left on device\n"), err
+
+
 @pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
 @pytest.mark.parametrize("command", ["show", "stubgen"])
 def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(cli, tmp_path, command, code, shown):
