@@ -311,7 +311,7 @@ def test_docs_page_gives_each_interpreters_instruction_counts_against_the_bounds
     assert "| 5 | new field names | +15% | - | +151 k (+15.1%) ✗ |" in lines
     assert docs._counts([]) == []
     (tmp_path / "bad.json").write_text(json.dumps({"python": "3.15"}))
-    with pytest.raises(docs.RecordError, match="is not a record of `.ci/count-creation --json`"):
+    with pytest.raises(docs.RecordError, match=r"is not a record of `\.ci/count-creation --json`"):
         docs.load_counts([tmp_path / "bad.json"])
 
 
