@@ -59,7 +59,7 @@ bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.15 into
 		.venv-$$version/bin/python -m metakit bench --json .ci/bench-$$version.json | tee .ci/bench-$$version.txt; \
 	done
 
-count-record: venv $(OTHER_VERSIONS:%=venv-%)  ## class creation's instruction counts on 3.10 to 3.15 into .ci/creation-3.X.{txt,json} (valgrind; about 10 minutes each)
+count-record: venv $(OTHER_VERSIONS:%=venv-%)  ## class creation's instruction counts on 3.10 to 3.15 into .ci/creation-3.X.{txt,json} (valgrind; about 6 minutes each)
 	.ci/count-creation $(PY) --json .ci/creation-$(PYTHON_VERSION).json | tee .ci/creation-$(PYTHON_VERSION).txt
 	for version in $(OTHER_VERSIONS); do \
 		.ci/count-creation .venv-$$version/bin/python --json .ci/creation-$$version.json | tee .ci/creation-$$version.txt; \
