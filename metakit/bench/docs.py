@@ -150,8 +150,8 @@ def _method() -> list[str]:
         "- **Class creation**: a `@dataclass` class statement with 5, 15 or 50 `int` fields, with and without"
         " `ZeroCopy`, one class at a time; *the same class again* runs one class statement over and over,"
         " *new field names* compiles one with names never seen before. The design's bounds are on"
-        " instruction counts ([below](#class-creation-in-instructions)); the wall times here are checked"
-        " against the same numbers, and come out higher.",
+        " instruction counts ([below](#class-creation-in-instructions)); the wall-time ratios here are"
+        " checked against the same bounds, and come out higher than the counts.",
         "- **Wire**: `wire.pack` + `wire.unpack` against an encoder and a typed decoder written the way vLLM"
         " V1's `MsgpackEncoder`/`MsgpackDecoder` work (`metakit/bench/msgpack_peer.py`: msgspec, each"
         " tensor as its dtype name, shape and data, the data inline under 256 bytes and otherwise an"
