@@ -82,8 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_stdout()
         return _PIPE_CLOSED
     except (OSError, UnicodeEncodeError) as error:  # the output cannot take what is written: a full disk, ASCII
-        _discard_stdout()
-        print(f"{prog}: error: cannot write the output: {_one_line(error)}", file=sys.stderr)
+        _cannot_write(prog, error)
         return 2
     return status
 
@@ -118,8 +117,13 @@ def _flush_or_discard(prog: str) -> None:
         if sys.stdout is not None:
             sys.stdout.flush()
     except (OSError, ValueError) as error:
-        _discard_stdout()
-        print(f"{prog}: error: cannot write the output: {_one_line(error)}", file=sys.stderr)
+        _cannot_write(prog, error)
+
+
+def _cannot_write(prog: str, error: BaseException) -> None:
+    """Say that the output cannot be written, and discard what is left of it."""
+    _discard_stdout()
+    print(f"{prog}: error: cannot write the output: {_one_line(error)}", file=sys.stderr)
 
 
 def _discard_stdout() -> None:

@@ -62,6 +62,13 @@ class Encoder(NamedTuple):
     getstate: object
     """The class's ``__getstate__`` (Python's or dataclasses'), which sends what ``asdict_zerocopy`` says."""
 
+    def serves(self, obj: Any) -> bool:
+        """Whether ``encode`` and ``usual`` apply to *obj*: its class holds the methods they were made for still."""
+        return (
+            getattr(obj.asdict_zerocopy, "__func__", None) is self.asdict
+            and getattr(type(obj), "__getstate__", None) is self.getstate
+        )
+
 
 class Usual(NamedTuple):
     """A usual record as the generated ``usual`` reads it: what ``pack`` sends, with no more checks to make."""

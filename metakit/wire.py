@@ -870,13 +870,7 @@ class _Packer:
     def body(self, obj: object, cls: type, skip_fields: Iterable[str] | None) -> list[Any]:
         codec = _codec(cls)
         encoder = codec.encoder(cls)
-        if (
-            encoder is not None
-            and not self.strict
-            and skip_fields is None
-            and getattr(obj.asdict_zerocopy, "__func__", None) is encoder.asdict  # type: ignore[attr-defined]
-            and getattr(cls, "__getstate__", None) is encoder.getstate
-        ):
+        if encoder is not None and not self.strict and skip_fields is None and encoder.serves(obj):
             return [codec.name, codec.digest, None, encoder.encode(obj, self)]
         chosen = _travelling(obj, cls, codec, skip_fields)
         values = [self.field(obj, name, value) for name, value in chosen.items()]
@@ -1328,11 +1322,7 @@ def _pack_usual(obj: object) -> Packed | None:
     if codec is None:
         return None
     encoder = codec.encoder(cls)
-    if (
-        encoder is None
-        or getattr(obj.asdict_zerocopy, "__func__", None) is not encoder.asdict  # type: ignore[attr-defined]
-        or getattr(cls, "__getstate__", None) is not encoder.getstate
-    ):
+    if encoder is None or not encoder.serves(obj):
         return None
     try:
         usual = encoder.usual(obj, PACK_OWN_BUFFER)

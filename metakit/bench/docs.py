@@ -40,11 +40,15 @@ def load(paths: Iterable[str | Path]) -> list[Report]:
     return sorted(map(_read, paths), key=_python_version)
 
 
-def _read(path: str | Path) -> Report:
+def _json(path: str | Path) -> Any:
     try:
-        report = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise RecordError(f"cannot read {path}: {error}") from None
+
+
+def _read(path: str | Path) -> Report:
+    report = _json(path)
     if not (isinstance(report, dict) and report.get("schema") == 3):
         raise RecordError(f"{path} is not a record of `metakit bench --json` (schema 3)")
     return report
@@ -63,10 +67,7 @@ def load_counts(paths: Iterable[str | Path]) -> list[Report]:
     """The instruction counts at *paths* (``.ci/count-creation --json``), oldest Python first."""
     counts = []
     for path in paths:
-        try:
-            count = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise RecordError(f"cannot read {path}: {error}") from None
+        count = _json(path)
         if not (isinstance(count, dict) and {"python", "classes", "layouts", "rows"} <= count.keys()):
             raise RecordError(f"{path} is not a record of `.ci/count-creation --json`")
         counts.append(count)
