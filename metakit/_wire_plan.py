@@ -241,10 +241,10 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
     if torch.Tensor in passing:
         lines += [
             f"    if type({value}) is Tensor:",
-            f"        code = codes.get({value}.dtype)",
+            # A complex tensor, the only kind that can carry the conjugate bit, goes the general way.
+            f"        code = real_codes.get({value}.dtype)",
             f"        if (code is None or not {value}.is_cpu or {value}.layout is not strided or {value}.is_nested",
-            f"                or {value}.requires_grad or not {value}.is_contiguous() or {value}.is_conj()",
-            f"                or {value}.is_neg()):",
+            f"                or {value}.requires_grad or not {value}.is_contiguous() or {value}.is_neg()):",
             "            return None",
             f"        shape = {value}.shape",  # before its size, as _Packer.tensor reads them
             f"        nbytes = {value}.nbytes",
@@ -255,11 +255,11 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
             "        starts.append(storage.data_ptr())",
             "        if nbytes < own_below:",
             "            moves.append((end, address, nbytes, storage))",
-            f"            {value} = Ext(TENSOR, specs[len(shape)].pack(code, tags[len(shape)], 0, end, *shape))",
+            f"            {value} = Ext(TENSOR, {_spec('0', 'end')})",
             "            end += nbytes + (-nbytes % ALIGN)",
             "        else:",
             f"            own.append(({value}, nbytes))",
-            f"            {value} = Ext(TENSOR, specs[len(shape)].pack(code, tags[len(shape)], len(own), 0, *shape))",
+            f"            {value} = Ext(TENSOR, {_spec('len(own)', '0')})",
         ]
         branch = "elif"
     if lists and lists <= _AS_IS:
@@ -271,6 +271,15 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
         branch = "elif"
     lines += [f"    {branch} type({value}) not in as_is{index}:", "        return None"]
     return lines
+
+
+def _spec(buffer: str, offset: str) -> str:
+    """The expression of the usual spec of the tensor of sizes ``shape`` at *offset* of *buffer*: one dimension,
+    the most usual, is packed by a struct of its own, which need not unpack ``shape``."""
+    return (
+        f"one.pack(code, tag1, {buffer}, {offset}, shape[0]) if len(shape) == 1"
+        f" else specs[len(shape)].pack(code, tags[len(shape)], {buffer}, {offset}, *shape)"
+    )
 
 
 def _encode_value(index: int, name: str, passing: frozenset[type], lists: frozenset[type]) -> list[str]:

@@ -183,7 +183,9 @@ _TENSOR_DTYPES: Final[dict[int, torch.dtype]] = {
     code: getattr(torch, name) for code, name in enumerate(_TENSOR_DTYPE_NAMES) if hasattr(torch, name)
 }
 _TENSOR_DTYPE_CODES: Final = {dtype: code for code, dtype in _TENSOR_DTYPES.items()}
-_ITEMSIZES: Final = [dtype.itemsize if dtype is not None else 0 for dtype in map(_TENSOR_DTYPES.get, range(256))]
+_DTYPE_OF_CODE: Final = [*map(_TENSOR_DTYPES.get, range(256))]
+"""Each dtype code's dtype (``None`` for an unknown code), as a list: read faster than the dict."""
+_ITEMSIZES: Final = [dtype.itemsize if dtype is not None else 0 for dtype in _DTYPE_OF_CODE]
 """The item size of each dtype code's dtype (0 for an unknown code)."""
 
 _DTYPES: Final = {str(value)[6:]: value for value in vars(torch).values() if isinstance(value, torch.dtype)}
@@ -245,6 +247,7 @@ _USUAL_SPECS: Final = {
 _USUAL_TAGS: Final = [bytes((0, ndim, _NEW)) for ndim in range(_MAX_DIMS + 1)]
 _USUAL_SIZE: Final = struct.calcsize("<B3sII")
 """The length of the usual spec of a tensor with no dimensions; each dimension adds 4 bytes."""
+_USUAL_1D: Final = _USUAL_SPECS[_USUAL_SIZE + 4]
 _U32: Final = 1 << 32
 
 
@@ -290,9 +293,11 @@ _tuple_new: Final = tuple.__new__
 _memmove: Final = ctypes.memmove
 _BYTES: Final = frozenset({memoryview, bytearray})
 _USUAL_TABLES: Final = {
-    "codes": _TENSOR_DTYPE_CODES,
+    "real_codes": {dtype: code for dtype, code in _TENSOR_DTYPE_CODES.items() if not dtype.is_complex},
     "specs": [_USUAL_SPECS[_USUAL_SIZE + 4 * ndim] for ndim in range(_MAX_DIMS + 1)],
     "tags": _USUAL_TAGS,
+    "one": _USUAL_1D,
+    "tag1": _USUAL_TAGS[1],
     "Ext": _Ext,
     "TENSOR": _TENSOR,
     "strided": _STRIDED,
@@ -1332,13 +1337,16 @@ def _pack_usual(obj: object) -> Packed | None:
     except (AttributeError, OverflowError, UnicodeEncodeError):  # the general way says which field
         return None
     _, moves, nbytes, own = usual
-    header = _table_bytes([nbytes, *(size for _, size in own)], [0] * (1 + len(own))) + body
+    sizes = [nbytes, *[size for _, size in own]] if own else [nbytes]
+    header = _table_bytes(sizes, bytes(len(sizes))) + body  # every buffer in lane 0
     shared = bytearray(nbytes)
     if moves:
         base = ctypes.addressof(ctypes.c_char.from_buffer(shared))
         for offset, address, size, _ in moves:
             _memmove(base + offset, address, size)
-    return Packed(header, [memoryview(shared), *(_memoryview(tensor, size) for tensor, size in own)])
+    if own:
+        return Packed(header, [memoryview(shared), *[_memoryview(tensor, size) for tensor, size in own]])
+    return Packed(header, [memoryview(shared)])
 
 
 _NUMPY_DTYPES: Final = frozenset([
@@ -1610,25 +1618,32 @@ def _usual_tensor(
     A buffer at an address the tensor's items cannot start at raises
     ``WireError`` (torch's kernels assume aligned elements).
     """
-    usual = _USUAL_SPECS.get(len(data))
-    if usual is None:
-        return None
-    code, tag, buffer, offset, *shape = usual.unpack(data)
+    shape: list[int] | None = None
+    if len(data) == _USUAL_SIZE + 4:  # one dimension, the most usual: no list of sizes to make
+        code, tag, buffer, offset, count = _USUAL_1D.unpack(data)
+        usual_tag = tag == _USUAL_TAGS[1]
+    else:
+        usual = _USUAL_SPECS.get(len(data))
+        if usual is None:
+            return None
+        code, tag, buffer, offset, *shape = usual.unpack(data)
+        usual_tag = tag == _USUAL_TAGS[len(shape)]
+        count = math.prod(shape)
     itemsize = _ITEMSIZES[code]
-    end = offset + (shape[0] if len(shape) == 1 else math.prod(shape)) * itemsize
+    end = offset + count * itemsize
     if not (
-        tag == _USUAL_TAGS[len(shape)]
+        usual_tag
         and buffer < len(sizes)
         and ends[buffer] <= offset < end <= sizes[buffer]
         and not offset % ALIGN
         and (buffer < shared or (not offset and end >= PACK_OWN_BUFFER))
     ):
         return None
-    tensor = _frombuffer(sources[buffer], dtype=_TENSOR_DTYPES[code], count=(end - offset) // itemsize, offset=offset)
+    tensor = _frombuffer(sources[buffer], dtype=_DTYPE_OF_CODE[code], count=count, offset=offset)
     if tensor.data_ptr() % itemsize:
         raise WireError(f"buffer {buffer} does not start at an address that is a multiple of {itemsize}")
     ends[buffer] = end
-    if len(shape) != 1:
+    if shape is not None:
         tensor = tensor.view(*shape) if shape else tensor.view(())  # sizes as arguments: faster than a tuple
     return buffer, offset, tensor
 
