@@ -1565,11 +1565,13 @@ def _usual_buffers(
     if values[:3] != (_MAGIC, FORMAT, count) or any(values[3 + count :]):
         return None
     sizes = values[3 : 3 + count]
-    views = [_held(buffer) for buffer in buffers]
-    for index, view in enumerate(views):
-        if view is None or len(view) != sizes[index] or (index and sizes[index] < PACK_OWN_BUFFER):
+    views: list[bytes | memoryview] = []
+    for buffer, size in zip(buffers, sizes, strict=True):
+        view = _held(buffer)
+        if view is None or len(view) != size or (views and size < PACK_OWN_BUFFER):
             return None
-    return sizes, views  # type: ignore[return-value]  # no view is None by now
+        views.append(view)
+    return sizes, views
 
 
 def _held(buffer: object) -> bytes | memoryview | None:
