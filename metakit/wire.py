@@ -1515,7 +1515,7 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
         return None
     cls, builder, values = read
     # As the general way: a read-only buffer is copied once, since tensors may be written to.
-    sources = [bytearray(view) if isinstance(view, bytes) or view.readonly else view for view in views]
+    sources = [bytearray(view) if view.readonly else view for view in views]
     if not _usual_tensors(values, builder.tensors, sources, sizes):
         return None
     try:
@@ -1543,15 +1543,13 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
         return None
 
 
-def _usual_buffers(
-    header: memoryview, buffers: Sequence[Any]
-) -> tuple[tuple[int, ...], list[bytes | memoryview]] | None:
+def _usual_buffers(header: memoryview, buffers: Sequence[Any]) -> tuple[tuple[int, ...], list[memoryview]] | None:
     """The buffer sizes that *header*'s table gives, if it is the usual one (one lane, every buffer after the
     first large), and *buffers* held, if they are bytes of those sizes (``bytes``, a ``bytearray`` or a flat
     byte ``memoryview``); else ``None``.
 
-    Each ``bytearray`` and memoryview is held by a memoryview of its own,
-    taken before its size is read: its export keeps the memory given from
+    Each buffer is held by a memoryview of its own, taken before its size
+    is read: its export keeps the memory given from
     being resized, freed or unmapped (a ``SharedMemory`` closed, the
     caller's memoryview released) until the size is checked and for as long
     as a tensor made of it lives (``torch.frombuffer`` keeps what it is
@@ -1565,7 +1563,7 @@ def _usual_buffers(
     if values[:3] != (_MAGIC, FORMAT, count) or any(values[3 + count :]):
         return None
     sizes = values[3 : 3 + count]
-    views: list[bytes | memoryview] = []
+    views: list[memoryview] = []
     for buffer, size in zip(buffers, sizes, strict=True):
         view = _held(buffer)
         if view is None or len(view) != size or (views and size < PACK_OWN_BUFFER):
@@ -1574,12 +1572,10 @@ def _usual_buffers(
     return sizes, views
 
 
-def _held(buffer: object) -> bytes | memoryview | None:
-    """*buffer* as ``_usual_buffers`` holds it: ``bytes`` as they are, a ``bytearray`` or a flat byte
-    memoryview through a memoryview of its own; ``None`` for anything else."""
-    if type(buffer) is bytes:
-        return buffer
-    if type(buffer) is not bytearray and type(buffer) is not memoryview:
+def _held(buffer: object) -> memoryview | None:
+    """*buffer* as ``_usual_buffers`` holds it: ``bytes``, a ``bytearray`` or a flat byte memoryview, through a
+    memoryview of its own; ``None`` for anything else."""
+    if type(buffer) is not bytes and type(buffer) is not bytearray and type(buffer) is not memoryview:
         return None
     try:
         view = memoryview(buffer)
