@@ -2535,9 +2535,9 @@ def _named_in(module: object, qualname: str) -> object:
     """
     if not issubclass(type(module), types.ModuleType):
         return None
-    first, *rest = qualname.split(".")
+    first, dot, rest = qualname.partition(".")
     found = _MODULE_DICT.__get__(module).get(first)
-    for part in rest:
+    for part in rest.split(".") if dot else ():
         if not issubclass(type(found), type):
             return None
         found = _CLASS_DICT.__get__(found).get(part)
