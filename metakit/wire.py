@@ -179,13 +179,14 @@ a zero point that a buffer does not hold.  (torch's sub-byte dtypes take a
 byte per element.)
 """
 
-_TENSOR_DTYPES: Final[dict[int, torch.dtype]] = {
-    code: getattr(torch, name) for code, name in enumerate(_TENSOR_DTYPE_NAMES) if hasattr(torch, name)
-}
-_TENSOR_DTYPE_CODES: Final = {dtype: code for code, dtype in _TENSOR_DTYPES.items()}
-_DTYPE_OF_CODE: Final = [*map(_TENSOR_DTYPES.get, range(256))]
-"""Each dtype code's dtype (``None`` for an unknown code), as a list: read faster than the dict."""
-_ITEMSIZES: Final = [dtype.itemsize if dtype is not None else 0 for dtype in _DTYPE_OF_CODE]
+_TENSOR_DTYPES: Final[list[torch.dtype | None]] = [
+    *(getattr(torch, name, None) for name in _TENSOR_DTYPE_NAMES),
+    *[None] * (256 - len(_TENSOR_DTYPE_NAMES)),
+]
+"""The dtype of each code a spec's byte can hold: ``None`` for a code not in the table, or whose dtype this
+torch lacks."""
+_TENSOR_DTYPE_CODES: Final = {dtype: code for code, dtype in enumerate(_TENSOR_DTYPES) if dtype is not None}
+_ITEMSIZES: Final = [dtype.itemsize if dtype is not None else 0 for dtype in _TENSOR_DTYPES]
 """The item size of each dtype code's dtype (0 for an unknown code)."""
 
 _DTYPES: Final = {str(value)[6:]: value for value in vars(torch).values() if isinstance(value, torch.dtype)}
@@ -1549,10 +1550,9 @@ def _usual_buffers(header: memoryview, buffers: Sequence[Any]) -> tuple[tuple[in
     byte ``memoryview``); else ``None``.
 
     Each buffer is held by a memoryview of its own, taken before its size
-    is read: its export keeps the memory given from
-    being resized, freed or unmapped (a ``SharedMemory`` closed, the
-    caller's memoryview released) until the size is checked and for as long
-    as a tensor made of it lives (``torch.frombuffer`` keeps what it is
+    is read: its export keeps the memory given from being resized, freed or
+    unmapped (a ``SharedMemory`` closed, the caller's memoryview released)
+    until the size is checked and for as long as a tensor made of it lives (``torch.frombuffer`` keeps what it is
     given, but holds no export of it).
     """
     count = len(buffers)
@@ -1637,7 +1637,7 @@ def _usual_tensor(
         and (buffer < shared or (not offset and end >= PACK_OWN_BUFFER))
     ):
         return None
-    tensor = _frombuffer(sources[buffer], dtype=_DTYPE_OF_CODE[code], count=count, offset=offset)
+    tensor = _frombuffer(sources[buffer], dtype=_TENSOR_DTYPES[code], count=count, offset=offset)
     if tensor.data_ptr() % itemsize:
         raise WireError(f"buffer {buffer} does not start at an address that is a multiple of {itemsize}")
     ends[buffer] = end
@@ -1874,7 +1874,7 @@ class _Reader:
         shape = spec[6 : 6 + ndim]
         written = flags & _STRIDES
         strides = spec[6 + ndim :] if written else _contiguous_strides(shape)
-        dtype = _TENSOR_DTYPES.get(code)
+        dtype = _TENSOR_DTYPES[code]
         if dtype is None or flags & ~_KNOWN_FLAGS or flags >> _DEVICE_SHIFT >= len(_DEVICE_KINDS):
             raise WireError(f"tensor {index} has a dtype code ({code}) or flags ({flags}) that are not in the tables")
         device = _DEVICE_KINDS[flags >> _DEVICE_SHIFT]
