@@ -102,7 +102,7 @@ from metakit._wire_types import FieldChecks, field_checks, key_step, mismatch, m
 
 __all__ = ["FORMAT", "Packed", "WireError", "buffer_count", "pack", "unpack"]
 
-FORMAT: Final = 5
+FORMAT: Final = 6
 """The version of the format; bumped whenever what a header says changes."""
 
 _MAGIC: Final = b"MKW"
@@ -1210,16 +1210,18 @@ def _is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 
 
 def _no_overlap(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Whether no two elements share memory, by the simple rule that each stride clears the dimensions below it.
+    """Whether no two elements share memory, by the rule that each stride, in increasing order, passes the
+    furthest element that the dimensions of smaller strides reach.
 
-    Gaps are allowed (a slice with a step), overlaps are not (an ``expand``).
-    A view that passes reads no more elements than its extent holds bytes.
+    Every slice of a dense tensor passes, with steps and in any order of
+    its dimensions; an ``expand`` does not.  A view that passes reads no
+    more elements than its extent holds bytes.
     """
-    reach = 1
+    furthest = 0
     for stride, size in sorted((stride, size) for size, stride in zip(shape, strides, strict=True) if size != 1):
-        if stride < reach:
+        if stride <= furthest:
             return False
-        reach = stride * size
+        furthest += stride * (size - 1)
     return True
 
 
@@ -1969,7 +1971,8 @@ class _Reader:
         if not _no_overlap(shape, strides):
             raise WireError(
                 f"tensor {index} is said to be a view of tensor {reference}, but its strides {strides} for shape "
-                f"{shape} do not each clear the dimensions below them, as those of every view a sender sends do"
+                f"{shape} are not a slice's (in increasing order, each must pass the furthest element the smaller "
+                "reach)"
             )
         if offset + extent > parent_nbytes:
             raise WireError(f"tensor {index} is said to be a view of tensor {reference}, but lies outside it")

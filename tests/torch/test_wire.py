@@ -398,6 +398,11 @@ def test_a_view_of_a_tensor_sent_before_it_arrives_as_a_view() -> None:
         "every_other": parent[1::2],
         "matrix_transposed": parent.view(4, 6).t(),
         "as_int32": parent[2:6].view(torch.int32),
+        # Steps in the inner dimension, whose reach the outer stride only just passes (an outside tester).
+        "every_other_column": parent[:20].view(4, 5)[:, ::2],
+        "transposed_every_other_row": parent[:20].view(4, 5).t()[::2],
+        "stepped_block": parent[:20].view(4, 5)[1:3, ::3],
+        "diagonal": parent[:16].view(4, 4).diagonal(),
     }
     got = _roundtrip(Bag({"parent": parent, **views}))
     for name, view in views.items():

@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import datetime
 import gc
+import itertools
 import math
 import pickle
 import re
@@ -35,6 +36,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 import msgspec
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from metakit import OMIT, ZeroCopy, ZeroCopyFields, wire
 from metakit.wire import WireError
@@ -1288,14 +1291,45 @@ def test_two_tensors_cannot_share_bytes_unless_one_is_said_to_be_a_view() -> Non
     assert got.unresolved[0][0] == -7, "the view the sender declared shares its parent's bytes"
     body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 1016, [2], [1])]
     _refused(_join(table, body), buffers, "view of tensor 0, but lies outside it")
-    for shape, strides in [((4, 4), (1, 1)), ((3, 3), (3, 2))]:  # elements that overlap; that could (an outside tester)
-        body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 0, shape, strides)]  # inside its parent
-        message = f"view of tensor 0, but its strides {strides} for shape {shape} do not each clear the dimensions"
+    # Inside its parent, but the elements overlap ((2, 3) at its stride 2 reaches element 2 twice), or could
+    # for all the rule can tell (an outside tester's (3, 3) at (3, 2)).
+    for shape, strides in [((4, 4), (1, 1)), ((2, 3), (2, 1)), ((3, 3), (3, 2))]:
+        body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 0, shape, strides)]
+        message = f"view of tensor 0, but its strides {strides} for shape {shape} are not a slice's"
         _refused(_join(table, body), buffers, re.escape(message))
+    body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 0, [4, 3], [5, 2])]  # m[:, ::2] of a 4 x 5 m: stride 5 > 4
+    assert wire.unpack(_join(table, body), buffers).unresolved[0].stride() == (5, 2)
     body[3][position] = [_tensor_ext(_INT64, 0x10, 1, 0, 16, [4], [1])]  # device kind 1, cuda
     _refused(
         _join(table, body), buffers, re.escape("view of tensor 0, but lies on another kind of device (cuda, not cpu)")
     )
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 5), st.integers(0, 12)), min_size=1, max_size=3),
+    st.integers(0, 4),
+)
+def test_a_view_the_receiver_accepts_has_elements_of_their_own_inside_its_parent(
+    dimensions: list[tuple[int, int]], offset: int
+) -> None:
+    shape, strides = zip(*dimensions, strict=True)
+    position = [f.name for f in Step.__dataclass_fields__.values()].index("unresolved")
+    header, buffers = wire.pack(Step(4, torch.arange(128)))
+    table, body = _split(header)
+    body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 8 * offset, list(shape), list(strides))]
+    try:
+        got = wire.unpack(_join(table, body), buffers)
+    except WireError:
+        return
+    view, parent = got.unresolved[0], got.slot_mapping
+    assert (tuple(view.shape), view.stride()) == (shape, strides)
+    elements = [
+        offset + sum(index * stride for index, stride in zip(place, strides, strict=True))
+        for place in itertools.product(*map(range, shape))
+    ]
+    assert len(set(elements)) == len(elements), "two elements of the view share memory"
+    assert max(elements) < len(parent)
+    assert view.untyped_storage().data_ptr() == parent.untyped_storage().data_ptr()
 
 
 def test_a_tensor_stays_inside_a_buffer_given_as_a_slice() -> None:
@@ -1849,8 +1883,8 @@ def test_a_header_of_char_items_reads_the_lane_of_each_buffer_by_its_byte() -> N
     assert header.count(spec) == 1
     body = bytes(header[table:]).replace(spec, spec[:4] + struct.pack("<III", 1, 0, 8))  # now in buffer 1
     moved = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<QQ", 0, len(shared)) + bytes([0, 1]) + body
-    for given in (moved, memoryview(bytearray(moved)).cast("c")):
-        assert wire.unpack(given, [bytearray(), bytearray(shared)]).first.tolist() == list(range(8))
+    for header_given in (moved, memoryview(bytearray(moved)).cast("c")):
+        assert wire.unpack(header_given, [bytearray(), bytearray(shared)]).first.tolist() == list(range(8))
 
 
 def test_a_header_given_as_a_two_dimensional_view_of_its_bytes_arrives() -> None:
