@@ -305,31 +305,48 @@ def _codes(layout: Layout, qualname: str, entry: tuple[int, None, list[str], str
     return named(compile_methods("".join(entry[2]), filename), filename, qualname)
 
 
-# --- linecache.checkcache, made safe for entries that go away ----------------
+# --- linecache.checkcache and getlines, made safe for entries that go away ---
 # metakit's entries leave ``linecache`` when their code is collected, in any
 # thread, at any moment.  Up to 3.13, ``linecache.checkcache()`` takes a list
-# of the keys, then looks each up, and so raises ``KeyError`` for an entry
-# removed in between, even in its own thread (a collection can run inside
-# it).  CPython fixed this in 3.14 (gh-126775).  Before that, metakit wraps
-# it once, so that it looks again when that happens: it only discards stale
-# entries, so running it again is harmless.
+# of the keys, then looks each up, and ``getlines`` (which ``getline``,
+# tracebacks and ``inspect`` use) looks a name up twice: each raises
+# ``KeyError`` for an entry removed in between, even in its own thread (a
+# collection can run inside it).  CPython fixed both in 3.14 (gh-126775).
+# Before that, metakit wraps them once, so that each looks again when that
+# happens: ``checkcache`` only discards stale entries, and ``getlines`` only
+# reads, so running either again is harmless.
 
 
 if sys.version_info < (3, 14):
 
-    def _guard_checkcache() -> None:
-        original = linecache.checkcache
-        if hasattr(original, "__wrapped__"):
-            return  # wrapped already (by metakit, or by someone else who knows best)
+    def _guard_linecache() -> None:
+        checkcache, getlines = linecache.checkcache, linecache.getlines
+        # Each is wrapped once: by metakit, or by someone else who knows best.
+        if not hasattr(checkcache, "__wrapped__"):
 
-        @functools.wraps(original)
-        def checkcache(filename: str | None = None) -> None:
-            while True:
-                try:
-                    return original(filename)
-                except KeyError:  # an entry went away while it ran
-                    continue
+            @functools.wraps(checkcache)
+            def guarded_checkcache(filename: str | None = None) -> None:
+                while True:
+                    try:
+                        return checkcache(filename)
+                    except KeyError:  # an entry went away while it ran
+                        continue
 
-        linecache.checkcache = checkcache
+            linecache.checkcache = guarded_checkcache
+        if not hasattr(getlines, "__wrapped__"):
 
-    _guard_checkcache()
+            @functools.wraps(getlines)
+            def guarded_getlines(filename: str, module_globals: Any = None) -> list[str]:
+                for _ in range(_LOOKS):
+                    try:
+                        return getlines(filename, module_globals)
+                    except KeyError:  # the entry went away while it ran; or a loader's error, which it raises again
+                        continue
+                return getlines(filename, module_globals)
+
+            linecache.getlines = guarded_getlines
+
+    _LOOKS: Final = 4
+    """How many times ``getlines`` looks again: an entry goes away once, so more means an error of its own."""
+
+    _guard_linecache()

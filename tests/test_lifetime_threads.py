@@ -1095,8 +1095,36 @@ def test_checkcache_keeps_entries_and_is_wrapped_where_needed():
     assert "".join(linecache.getlines(filename)) == metakit.generated_source(Kept)
     assert "'a'" in inspect.getsource(Kept.asdict_zerocopy)
     if sys.version_info < (3, 14):
-        assert callable(getattr(linecache.checkcache, "__wrapped__", None))
-        assert not hasattr(linecache.checkcache.__wrapped__, "__wrapped__")
+        for guarded in (linecache.checkcache, linecache.getlines):
+            assert callable(getattr(guarded, "__wrapped__", None))
+            assert not hasattr(guarded.__wrapped__, "__wrapped__")
+
+
+class _GoneAfterFound(dict):  # type: ignore[type-arg]
+    """``linecache.cache`` where one entry goes away just after a lookup finds it, as another thread can make it."""
+
+    def __init__(self, entries: dict[str, Any], going: str) -> None:
+        super().__init__(entries)
+        self.going = going
+
+    def __contains__(self, key: object) -> bool:
+        found = super().__contains__(key)
+        if found and key == self.going:
+            self.pop(key)
+        return found
+
+
+def test_getline_never_raises_for_an_entry_that_goes_away_while_it_reads(monkeypatch):
+    # An outside tester's threads got KeyError from linecache.getline on 3.10: up to 3.13 getlines looks a name up
+    # twice (gh-126775), and metakit's entries leave when their class is collected, in any thread.
+    @dataclass
+    class Going(ZeroCopy):
+        a: int = 1
+
+    (filename,) = _filenames(Going)
+    first = linecache.getline(filename, 1)
+    monkeypatch.setattr(linecache, "cache", _GoneAfterFound(linecache.cache, filename))
+    assert linecache.getline(filename, 1) == ("" if sys.version_info < (3, 14) else first)
 
 
 def test_traceback_shows_the_generated_line_for_template_copies():
