@@ -226,7 +226,7 @@ def make_encoder(
     for index, name in enumerate(names):
         passing, lists = checks.passing(name), checks.lists(name)
         namespace[f"lists{index}"], namespace[f"as_is{index}"] = lists, passing & _AS_IS
-        namespace[f"item{index}"] = next((kind for kind in _USUAL_ITEMS if kind in lists), None)
+        namespace[f"item{index}"] = next((kind for kind in _USUAL_ITEMS if kind in lists), None)  # _items_pass
         lines.append(f"    v{index} = obj.{name}")
         lines += _encode_value(index, name, passing, lists)
         usual_lines.append(f"    v{index} = obj.{name}")

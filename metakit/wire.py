@@ -1340,16 +1340,14 @@ def _pack_usual(obj: object) -> Packed | None:
     except (AttributeError, OverflowError, UnicodeEncodeError):  # the general way says which field
         return None
     _, moves, nbytes, own = usual
-    sizes = [nbytes, *[size for _, size in own]] if own else [nbytes]
+    sizes = [nbytes, *[size for _, size in own]]
     header = _table_bytes(sizes, bytes(len(sizes))) + body  # every buffer in lane 0
     shared = bytearray(nbytes)
     if moves:
         base = ctypes.addressof(ctypes.c_char.from_buffer(shared))
         for offset, address, size, _ in moves:
             _memmove(base + offset, address, size)
-    if own:
-        return Packed(header, [memoryview(shared), *[_memoryview(tensor, size) for tensor, size in own]])
-    return Packed(header, [memoryview(shared)])
+    return Packed(header, [memoryview(shared), *[_memoryview(tensor, size) for tensor, size in own]])
 
 
 _NUMPY_DTYPES: Final = frozenset([
