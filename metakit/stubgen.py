@@ -187,6 +187,8 @@ def module_stub(module: types.ModuleType) -> str:
         _Additions(source).add()
         generator = ASTStubGenerator(source.runtime_all, include_private=True)
         source.tree.accept(generator)
+        for name in _explicit_reexports(source.tree.defs):
+            generator.import_tracker.reexport(name)
         output: str = generator.output()
     except AssertionError as error:  # mypy's generator meets a construct it cannot write
         where = traceback.extract_tb(error.__traceback__)[-1]
@@ -568,9 +570,30 @@ class _Additions:
                 args = typ.args if isinstance(typ, UnboundType) else ()
                 naming = self._naming(self._source(cls), {})
                 local = dict(zip(_parameters(base), [_rewrite(arg, naming) for arg in args], strict=False))
+                # A parameter that the base leaves out is its default, or Any (``class Sub(Box)``).
+                local.update(
+                    (param.__name__, self._default(param))
+                    for param in getattr(base, "__parameters__", ())[len(args) :]
+                    if type(param).__name__ == "TypeVar"
+                )
                 bound = self._bindings(base, target)
                 return {param: _rewrite(typ, _substitute(local)) for param, typ in bound.items()}
         return {}
+
+    def _default(self, param: object) -> Type:
+        """The type that the type parameter *param* stands for where a subclass leaves it out: its default
+        where the stub can name it (``None`` or a class), else ``Any``."""
+        default = getattr(param, "__default__", None)
+        if default is None or type(default).__name__ == "NoDefaultType":
+            return UnboundType("None" if default is None and _has_default(param) else "_Any")
+        if not isinstance(default, type) or "<" in default.__qualname__:
+            return UnboundType("_Any")
+        if default.__module__ == "builtins":
+            return UnboundType(default.__qualname__)
+        if default.__module__ == self.source.module.__name__:
+            return UnboundType(default.__qualname__)
+        self.imports[default.__module__] = None
+        return UnboundType(f"{default.__module__}.{default.__qualname__}")
 
     def _naming(self, source: _Source | None, bound: dict[str, Type]) -> Callable[[str], str | Type]:
         """How this stub writes a name written in *source*: a type parameter as *bound*
@@ -979,6 +1002,21 @@ def _statements(body: list[Statement], prefix: str = "") -> Iterator[tuple[State
                 yield from _statements(block.body, prefix)
 
 
+def _explicit_reexports(body: list[Statement]) -> list[str]:
+    """The names that the module *body* imports as themselves (``from .metadata import Meta as Meta``,
+    ``import numpy as numpy``).
+
+    That is how a package says it re-exports a name, and a stub must say it
+    too: mypy's generator writes an import with an alias only if the stub uses
+    it, so a package's stub would lose the classes it re-exports.
+    """
+    names = []
+    for node, _, prefix in _statements(body):
+        if not prefix and isinstance(node, (Import, ImportFrom)):
+            names += [alias for name, alias in (node.ids if isinstance(node, Import) else node.names) if alias == name]
+    return names
+
+
 def _functions(body: list[Statement]) -> Iterator[FuncDef]:
     for node in body:
         if isinstance(node, FuncDef):
@@ -1000,6 +1038,12 @@ def _unmangled(cls: type, name: str) -> str:
     if name.startswith(prefix) and prefix != "___" and not name.endswith("__"):
         return name[len(prefix) - 2 :]
     return name
+
+
+def _has_default(param: object) -> bool:
+    """Whether the type parameter *param* has a default (``has_default`` from 3.13 and in typing_extensions)."""
+    has_default = getattr(param, "has_default", None)
+    return bool(has_default()) if callable(has_default) else False
 
 
 def _parameters(cls: type) -> list[str]:

@@ -1101,3 +1101,100 @@ def test_a_field_typed_self_is_each_subclass_own_in_its_typed_dict(
     )
     assert "class ChunkedDict(_TypedDict):\n    cached: Chunked | None\n" in stub
     assert "class MLAChunkedDict(_TypedDict):\n    cached: MLAChunked | None\n    rank: int\n" in stub
+
+
+def test_a_packages_stub_keeps_the_classes_it_reexports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # mypy's generator wrote ``from .meta import Meta as Meta`` only where the stub used it: the package's
+    # stub, which the README says to write, lost the class, and pyright refused the import (found by an
+    # outside tester).
+    package = tmp_path / "src" / "reexporting"
+    package.mkdir(parents=True)
+    (package / "meta.py").write_text(
+        textwrap.dedent(
+            """
+            from dataclasses import dataclass
+            from metakit import ZeroCopy
+
+            @dataclass
+            class Meta(ZeroCopy):
+                is_prompt: bool
+                n: int
+
+            @dataclass
+            class Other(ZeroCopy):
+                name: str
+            """
+        )
+    )
+    (package / "__init__.py").write_text(
+        "import json as json\nfrom .meta import Meta as Meta\nfrom reexporting.meta import Other as Other\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    try:
+        for name in ("reexporting", "reexporting.meta"):
+            assert main([name, "-o", str(tmp_path / "stubs")]) == 0
+    finally:
+        for name in ("reexporting", "reexporting.meta"):
+            sys.modules.pop(name, None)
+    init = (tmp_path / "stubs" / "reexporting" / "__init__.pyi").read_text()
+    assert "import json as json\n" in init
+    assert "from reexporting.meta import Meta as Meta, Other as Other\n" in init
+    (tmp_path / "usage.py").write_text(
+        "from reexporting import Meta, Other\n"
+        "n: int = Meta(True, 1).asdict_zerocopy()['n']\n"
+        "wrong: str = Meta(True, 1).asdict_zerocopy()['n']\n"
+        "Other('x').asdict_zerocopy()['nope']\n"
+    )
+    lines = {d["range"]["start"]["line"] for d in basedpyright(tmp_path, ["usage.py"])}
+    assert lines == {2, 3}
+
+
+def test_a_type_parameter_a_subclass_leaves_out_is_its_default_or_any(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stub wrote the base's own T and U in the subclass's methods, names that are no parameter
+    # there: pyright said they are not defined (found by an outside tester, with PEP 695 classes).
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "left_out",
+        """
+        from dataclasses import dataclass
+        from typing import Generic, Optional, TypeVar
+
+        from typing_extensions import TypeVar as TypeVarWithDefault
+
+        from metakit import ZeroCopy
+
+        T = TypeVar("T")
+        U = TypeVarWithDefault("U", default=int)
+        V = TypeVarWithDefault("V", default=None)
+
+
+        @dataclass
+        class G(ZeroCopy, Generic[T]):
+            t: T
+
+
+        @dataclass
+        class Bare(G):  # type: ignore[type-arg]
+            b: int = 0
+
+
+        @dataclass
+        class D(ZeroCopy, Generic[T, U, V]):
+            t: T
+            u: Optional[U] = None
+            v: Optional[V] = None
+
+
+        @dataclass
+        class H(D[str]):
+            h: int = 0
+        """,
+    )
+    bare, h = members(stub, "Bare"), members(stub, "H")
+    assert "def astuple_zerocopy(self) -> _tuple[_Any, int]:" in bare["astuple_zerocopy"][0]
+    assert "t: _Any=..., b: int=..." in bare["__replace__"][0]
+    assert "def astuple_zerocopy(self) -> _tuple[str, int | None, None | None, int]:" in h["astuple_zerocopy"][0]
+    assert "u: int | None=..., v: None | None=..." in h["__replace__"][0]
