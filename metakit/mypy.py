@@ -85,6 +85,7 @@ from mypy.nodes import (
     Block,
     CallExpr,
     ClassDef,
+    ConditionalExpr,
     DictExpr,
     Expression,
     IfStmt,
@@ -413,13 +414,23 @@ def _declared_fields(body: Block) -> dict[str, str]:
         lvalue, rvalue = stmt.lvalues[0], stmt.rvalue
         if not isinstance(lvalue, NameExpr):
             continue
-        mark: bool | str | None = _ABSENT
-        if isinstance(rvalue, CallExpr) and isinstance(rvalue.callee, RefExpr):
-            given = dict(zip(rvalue.arg_names, rvalue.args, strict=True))
-            if rvalue.callee.fullname == "dataclasses.field" and "metadata" in given:
-                mark = _omit_mark(given["metadata"])
-        declared[lvalue.name] = _OMIT_STATUS[mark]
+        declared[lvalue.name] = _field_status(rvalue)
     return declared
+
+
+def _field_status(rvalue: Expression) -> str:
+    """Whether the field whose annotated assignment's value is *rvalue* is an ``OMIT`` field, as
+    ``_declared_fields`` says it: a ``field(...)`` call, or a choice of two (``field(...) if c else
+    field(...)``), which is known only where both say the same."""
+    if isinstance(rvalue, ConditionalExpr):
+        chosen = _field_status(rvalue.if_expr)
+        return chosen if chosen == _field_status(rvalue.else_expr) else _OMIT_STATUS[None]
+    mark: bool | str | None = _ABSENT
+    if isinstance(rvalue, CallExpr) and isinstance(rvalue.callee, RefExpr):
+        given = dict(zip(rvalue.arg_names, rvalue.args, strict=True))
+        if rvalue.callee.fullname == "dataclasses.field" and "metadata" in given:
+            mark = _omit_mark(given["metadata"])
+    return _OMIT_STATUS[mark]
 
 
 def _annotated_assignments(block: Block) -> Iterator[AssignmentStmt]:

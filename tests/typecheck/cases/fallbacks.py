@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ import metakit
 from metakit import OMIT, ZeroCopy
 
 WRAPPER_METADATA = {**OMIT, "doc": "whether this is OMIT is only known at run time"}
+SEND_WRAPPER = os.environ.get("SEND_WRAPPER") == "1"
 
 
 @dataclass
@@ -25,6 +27,22 @@ class UnknownBase(Unknown, ZeroCopy):  # type: ignore[misc]
 class UnknownMetadata(ZeroCopy):
     a: int
     wrapper: object = field(default=None, metadata=WRAPPER_METADATA)
+
+
+@dataclass
+class ChosenField(ZeroCopy):
+    """A field that only one of the two ``field(...)`` calls a run chooses between marks ``OMIT``."""
+
+    a: int
+    wrapper: object = field(default=None) if SEND_WRAPPER else field(default=None, metadata=OMIT)
+
+
+@dataclass
+class AgreedField(ZeroCopy):
+    """Both calls mark it ``OMIT``: it is known."""
+
+    a: int
+    wrapper: object = field(default=None, metadata=OMIT) if SEND_WRAPPER else field(default=0, metadata=OMIT)
 
 
 class NotADataclass(ZeroCopy):
@@ -67,3 +85,9 @@ def plain_values(value: object, plain: Plain) -> None:
 
 def forward_references(later: Later) -> None:
     assert_type(later.astuple_zerocopy(), tuple[Node, Later | None])
+
+
+def chosen_fields(chosen: ChosenField, agreed: AgreedField) -> None:
+    assert_type(chosen.asdict_zerocopy(), dict[str, Any])
+    assert_type(agreed.astuple_zerocopy(), tuple[int])
+    agreed.asdict_zerocopy()["wrapper"]  # E: an OMIT field whichever call a run chooses
