@@ -761,9 +761,11 @@ def _substitute(bound: dict[str, Type]) -> Callable[[str], str | Type]:
 
 
 _WRAPPERS: Final = frozenset(
-    f"{module}.{name}" for module in ("typing", "typing_extensions") for name in ("Final", "Annotated")
+    f"{module}.{name}" for module in ("typing", "typing_extensions") for name in ("Final", "Annotated", "ClassVar")
 )
-"""Annotations whose first argument is the field's type: ``Final[int]``, ``Annotated[int, ...]``."""
+"""Annotations whose first argument is the field's type: ``Final[int]``, ``Annotated[int, ...]``; and
+``ClassVar[int]`` where ``dataclasses`` takes it for a field (a string ``te.ClassVar[int]``, which it reads
+as a ``ClassVar`` only through the ``typing`` module)."""
 
 
 def _unwrapped(typ: Type, source: _Source | None) -> Type:

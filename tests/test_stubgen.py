@@ -1198,3 +1198,35 @@ def test_a_type_parameter_a_subclass_leaves_out_is_its_default_or_any(
     assert "t: _Any=..., b: int=..." in bare["__replace__"][0]
     assert "def astuple_zerocopy(self) -> _tuple[str, int | None, None | None, int]:" in h["astuple_zerocopy"][0]
     assert "u: int | None=..., v: None | None=..." in h["__replace__"][0]
+
+
+def test_a_classvar_that_dataclasses_takes_for_a_field_is_its_type_in_the_typed_dict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # dataclasses reads a string annotation as a ClassVar only through the typing module: ``te.ClassVar[int]``
+    # is a field.  The stub wrote ``cv: te.ClassVar[int]`` in the TypedDict, which pyright refuses and
+    # types Any (found by an outside tester).
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "string_classvar",
+        """
+        from __future__ import annotations
+
+        import typing as t
+        from dataclasses import dataclass
+
+        import typing_extensions as te
+
+        from metakit import ZeroCopy
+
+        @dataclass
+        class Record(ZeroCopy):
+            a: int
+            cv: te.ClassVar[int] = 0
+            real: t.ClassVar[int] = 0
+        """,
+    )
+    assert typed_dict_keys(stub, "RecordDict") == ["a", "cv"]
+    assert "    cv: int\n" in stub
+    assert "def astuple_zerocopy(self) -> _tuple[int, int]:" in members(stub, "Record")["astuple_zerocopy"][0]
