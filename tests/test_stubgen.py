@@ -1227,6 +1227,9 @@ def test_a_classvar_that_dataclasses_takes_for_a_field_is_its_type_in_the_typed_
             real: t.ClassVar[int] = 0
         """,
     )
+    if sys.version_info >= (3, 15):  # where dataclasses reads it as a ClassVar too
+        assert typed_dict_keys(stub, "RecordDict") == ["a"]
+        return
     assert typed_dict_keys(stub, "RecordDict") == ["a", "cv"]
     assert "    cv: int\n" in stub
     assert "def astuple_zerocopy(self) -> _tuple[int, int]:" in members(stub, "Record")["astuple_zerocopy"][0]
