@@ -583,7 +583,10 @@ class _Additions:
     def _default(self, param: object) -> Type:
         """The type that the type parameter *param* stands for where a subclass leaves it out: its default
         where the stub can name it (``None`` or a class), else ``Any``."""
-        default = getattr(param, "__default__", None)
+        try:
+            default = getattr(param, "__default__", None)  # evaluated now, where PEP 695 wrote it
+        except Exception:  # a default that names what is not defined at run time
+            return UnboundType("_Any")
         if default is None or type(default).__name__ == "NoDefaultType":
             return UnboundType("None" if default is None and _has_default(param) else "_Any")
         if not isinstance(default, type) or "<" in default.__qualname__:

@@ -1198,6 +1198,30 @@ def test_a_type_parameter_a_subclass_leaves_out_is_its_default_or_any(
     assert "t: _Any=..., b: int=..." in bare["__replace__"][0]
     assert "def astuple_zerocopy(self) -> _tuple[str, int | None, None | None, int]:" in h["astuple_zerocopy"][0]
     assert "u: int | None=..., v: None | None=..." in h["__replace__"][0]
+    if sys.version_info < (3, 13):  # PEP 695 with defaults
+        return
+    # A default that names what is not defined at run time is evaluated only when it is read.
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "left_out_695",
+        """
+        from dataclasses import dataclass
+        from metakit import ZeroCopy
+
+        @dataclass
+        class D[T, U = Undefined](ZeroCopy):
+            t: T
+            u: U | None = None
+
+        @dataclass
+        class Bare(D):
+            b: int = 0
+        """,
+    )
+    assert (
+        "def astuple_zerocopy(self) -> _tuple[_Any, _Any | None, int]:" in members(stub, "Bare")["astuple_zerocopy"][0]
+    )
 
 
 def test_a_classvar_that_dataclasses_takes_for_a_field_is_its_type_in_the_typed_dict(
