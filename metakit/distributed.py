@@ -239,6 +239,8 @@ _BACKEND_DEVICES: Final = {"gloo": ("cpu",), "mpi": ("cpu",), "nccl": ("cuda",),
 def _devices(group: dist.ProcessGroup) -> tuple[str, ...]:
     """The device types whose tensors *group* carries: ``gloo`` the CPU's, ``cpu:gloo,cuda:nccl`` both."""
     backend = str(dist.get_backend(group)).lower()
+    if backend == "undefined":  # made with no backend named: torch chose one for each device it has
+        backend = str(dist.get_backend_config(group)).lower()
     pairs = [pair.partition(":") for pair in backend.split(",")]
     if all(colon for _, colon, _ in pairs):
         return tuple(device for device, _, _ in pairs)
@@ -281,7 +283,10 @@ class _Route:
         # Weak: the groups are the keys this route is cached under, and the
         # caller passes them in every call, so they are alive while it runs.
         self._lane_groups = (weakref.ref(header_group), weakref.ref(group))
-        self.lane_devices = (self.header_device, local_device("cuda") if self.lanes else self.header_device)
+        # A process with no GPU has no GPU tensor to send; one that arrives for it is received here
+        # and then refused, after the rank has done its part.
+        gpu = bool(self.lanes) and torch.cuda.is_available()
+        self.lane_devices = (self.header_device, local_device("cuda") if gpu else self.header_device)
         self.frame_nbytes = _FIRST_FRAME
         self.recent: collections.deque[int] = collections.deque(maxlen=_FRAME_MEMORY)
         self.recycler = _Recycler()
@@ -325,6 +330,17 @@ class _Route:
         if nbytes > self.frame_nbytes or self.frame_nbytes > 4 * peak:
             wanted = -(-(peak + peak // 8) // _SMALLEST_FRAME) * _SMALLEST_FRAME
             self.frame_nbytes = min(max(wanted, _SMALLEST_FRAME), _LARGEST_FRAME)
+
+    def start_again(self) -> None:
+        """Forget the sizes seen: after a call that failed on the source, or a frame that did not arrive whole.
+
+        A source given another *max_bytes* than the receivers sends a frame
+        of another size, which they refuse unread, and the sizes that each
+        rank saw part: every rank that knows the call failed starts again
+        from the first frame's size, so that the next call is in step.
+        """
+        self.frame_nbytes = _FIRST_FRAME
+        self.recent.clear()
 
     def frame(self, max_bytes: int) -> int:
         """The size of the next frame: the one the ranks follow, within *max_bytes* (which every rank is given
@@ -437,6 +453,7 @@ def _send(
         text = describe(error).encode(errors="replace")[:_ERROR_TEXT]
         for work in _send_message(route, _SOURCE_FAILED, text, 0, (), [], max_bytes):
             work.wait()
+        route.start_again()
         raise
     device_pool = None
     if len(outgoing.pools) > 1 and outgoing.pool_nbytes[1]:
@@ -540,7 +557,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     frame = route.recycler.take(carried + _TAIL, route.header_device)
     marked = _mark(frame, _TRAILER)
     dist.broadcast(frame, group=group, group_src=src)
-    _check_whole(frame, marked, _TRAILER, "the frame")
+    _check_frame(route, frame, marked)
     host = frame if frame.device.type == "cpu" else frame.cpu()
     # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
     status, layout, header_nbytes, message_nbytes, rest_tail = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
@@ -564,8 +581,7 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     route.saw(message_nbytes + _TAIL)
     header = _read(host, _PREFIX.size, header_nbytes)
     if status == _SOURCE_FAILED:
-        text = printable(header[:_ERROR_TEXT].decode(errors="replace"))
-        raise BroadcastError(f"rank {route.ranks[source]}, the source, could not send its record: {text}")
+        raise _source_failed(route, source, header)
     # The table's layout is the same in every format: this rank can take
     # its part in the collectives before it reads the rest.
     try:
@@ -631,11 +647,28 @@ def _mark(buffer: torch.Tensor, tail: bytes) -> bool:
     return True
 
 
-def _check_whole(buffer: torch.Tensor, marked: bool, tail: bytes, what: str) -> None:
+def _source_failed(route: _Route, source: int, header: bytearray) -> BroadcastError:
+    """The error that the source sent in *header*; this rank starts again, as the source did."""
+    route.start_again()
+    text = printable(header[:_ERROR_TEXT].decode(errors="replace"))
+    return BroadcastError(f"rank {route.ranks[source]}, the source, could not send its record: {text}")
+
+
+def _check_frame(route: _Route, frame: torch.Tensor, marked: bool) -> None:
+    """Refuse a *frame* that did not arrive whole; then start again, as a source does when it fails (a source
+    given another ``max_bytes`` sends a frame of another size)."""
+    try:
+        _check_whole(frame, marked, _TRAILER, "the frame", " (does every rank pass the same max_bytes?)")
+    except BroadcastError:
+        route.start_again()
+        raise
+
+
+def _check_whole(buffer: torch.Tensor, marked: bool, tail: bytes, what: str, hint: str = "") -> None:
     """Refuse the *marked* *buffer* unless it ends in *tail*: it did not arrive whole, or not as the source said."""
     if marked and _tail(buffer) != tail:
         raise _refused(
-            f"{what} ({buffer.numel()} bytes) does not end as the source said it would: it did not arrive whole"
+            f"{what} ({buffer.numel()} bytes) does not end as the source said it would: it did not arrive whole{hint}"
         )
 
 

@@ -896,6 +896,22 @@ def a_short_send_is_refused_on_every_rank_relayed_or_not(rank: int, world: int) 
     _send_and_check(rank, Bag({"x": torch.arange(3)}), group=group)
 
 
+def a_source_given_a_smaller_max_bytes_fails_and_the_next_calls_arrive(rank: int, world: int) -> None:
+    # The source's frame follows its max_bytes: a source given less than the receivers sent a smaller
+    # frame, which they refused unread, and the frame sizes that the ranks follow parted for good: every
+    # later call failed on the receivers while the source returned (found by an outside tester).
+    group = dist.new_group(list(range(world)))
+    big = make_flash_attention_metadata(num_tokens=1 << 17)
+    if rank == _SRC:
+        with pytest.raises(ValueError, match="over max_bytes=10000"):
+            broadcast_metadata(big, group=group, max_bytes=10_000)
+    else:
+        with pytest.raises(BroadcastError, match="does every rank pass the same max_bytes"):
+            broadcast_metadata(None, group=group)
+    for _ in range(3):
+        _send_and_check(rank, big, group=group)
+
+
 def received_buffers_are_reused_only_once_free(rank: int, world: int) -> None:
     def record(step: int) -> Bag:
         return Bag({"slots": torch.arange(1 << 18) + step, "small": torch.arange(40_000) * step})
@@ -991,6 +1007,7 @@ _CASES: list[Callable[[int, int], None]] = [
     one_rank_groups_cost_no_collective,
     group_src_names_the_source_by_its_rank_in_the_group,
     cpu_group_carries_the_header,
+    a_source_given_a_smaller_max_bytes_fails_and_the_next_calls_arrive,
     received_buffers_are_reused_only_once_free,
     a_kept_storage_of_a_received_tensor_is_never_reused,
     a_destroyed_group_is_not_kept_alive,
@@ -1063,7 +1080,7 @@ TIMEOUT = datetime.timedelta(seconds=120)
 
 def run(rank, port):
     store = dist.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=TIMEOUT)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=TIMEOUT)
+    dist.init_process_group({backend!r}, store=store, rank=rank, world_size=2, timeout=TIMEOUT)
     case(rank)
     dist.destroy_process_group()
 
@@ -1078,10 +1095,11 @@ if __name__ == "__main__":
 """A script whose main process is rank 0 and a spawned child rank 1; each runs ``case(rank)``."""
 
 
-def _run_two_ranks(tmp_path: Path, case: str, prelude: str = "") -> str:
-    """Run the script with *case* (and *prelude* at its top) as a program of its own; its output."""
+def _run_two_ranks(tmp_path: Path, case: str, prelude: str = "", backend: str | None = "gloo") -> str:
+    """Run the script with *case* (and *prelude* at its top) as a program of its own, its default group
+    made with *backend*; its output."""
     script = tmp_path / "two_ranks.py"
-    script.write_text(_TWO_RANK_SCRIPT.format(prelude=prelude, case=case))
+    script.write_text(_TWO_RANK_SCRIPT.format(prelude=prelude, case=case, backend=backend))
     result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=200)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
@@ -1124,6 +1142,31 @@ def test_a_script_broadcasts_its_own_classes_between_parent_and_spawned_child_wi
     assert "rank 1 (__mp_main__) got both records" in output
     assert "rank 0 got its record without numpy" in output
     assert "rank 1 got its record without numpy" in output
+
+
+_ANY_BACKEND_CASE = """
+from metakit.distributed import broadcast_metadata
+from metakit.examples.engine import make_flash_attention_metadata
+
+def case(rank):
+    want = make_flash_attention_metadata(num_tokens=1 << 17)
+    for cpu_group in (None, dist.new_group(backend="gloo")):
+        got = broadcast_metadata(want if rank == 0 else None, cpu_group=cpu_group)
+        assert torch.equal(got.slot_mapping, want.slot_mapping) and got.seq_lens == want.seq_lens
+    print(f"rank {rank}: {dist.get_backend()}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", [None, "cpu:gloo,cuda:gloo"])
+def test_a_group_that_carries_gpu_tensors_too_broadcasts_cpu_records_where_there_is_no_gpu(
+    tmp_path: Path, backend: str | None
+) -> None:
+    # A default group made with no backend named (torch names it "undefined") was taken for a GPU group,
+    # and one that names a backend for GPU tensors too wanted a GPU when it was first used: every rank
+    # failed, the source too (found by an outside tester).
+    output = _run_two_ranks(tmp_path, _ANY_BACKEND_CASE, backend=backend)
+    assert "rank 0:" in output
+    assert "rank 1:" in output
 
 
 @pytest.mark.parametrize(

@@ -1514,6 +1514,9 @@ def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> No
         if message > carried:
             dist.broadcast(torch.frombuffer(rest, dtype=torch.uint8), src=0)
         route.saw(message + 8)
+    # A receiver starts again from the first frame's size after the source's error, or a frame not whole.
+    if (status == 1 and not case.startswith(refused)) or case.startswith(("a frame cut", "a frame that ends")):
+        route.start_again()
     for size in sizes:
         dist.broadcast(torch.zeros(size, dtype=torch.uint8), src=0)
 
