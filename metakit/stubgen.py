@@ -591,9 +591,7 @@ class _Additions:
             return UnboundType("None" if default is None and _has_default(param) else "_Any")
         if not isinstance(default, type) or "<" in default.__qualname__:
             return UnboundType("_Any")
-        if default.__module__ == "builtins":
-            return UnboundType(default.__qualname__)
-        if default.__module__ == self.source.module.__name__:
+        if default.__module__ in ("builtins", self.source.module.__name__):
             return UnboundType(default.__qualname__)
         self.imports[default.__module__] = None
         return UnboundType(f"{default.__module__}.{default.__qualname__}")
