@@ -43,9 +43,12 @@ _MOST_SHAPES: Final = 64
 
 def shape(layout: Layout) -> str:
     """The key of the template that serves *layout*: how ``replace`` calls, then a letter per field."""
-    kept = set(layout.included)
-    letters = [role if name in kept else role.upper() for name, role in zip(layout.names, layout.roles, strict=True)]
-    return ("P" if layout.by_position else "K") + "".join(letters)
+    letters = layout.roles
+    if len(layout.included) < len(layout.names):  # fields that it does not return: their letters in upper case
+        kept = set(layout.included)
+        pairs = zip(layout.names, letters, strict=True)
+        letters = "".join([role if name in kept else role.upper() for name, role in pairs])
+    return ("P" if layout.by_position else "K") + letters
 
 
 def layout_of_shape(key: str, names: tuple[str, ...]) -> Layout:
