@@ -27,6 +27,7 @@ one after the other, so that none decides from what another has half done.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import weakref
@@ -48,12 +49,9 @@ a finalizer, a signal handler or a profiler may make or change a class in the sa
 
 
 _registry: Final[dict[int, weakref.ref[Any]]] = {}
-"""Every live class that ``ZeroCopyFields`` made, oldest first: a weak reference to each, under its own
-``id``, which it leaves with its class.  No lock: each change is one dict operation; readers walk a copy."""
-
-
-def _unregister(ref: weakref.ref[Any]) -> None:
-    _registry.pop(id(ref), None)
+"""Every live class that ``ZeroCopyFields`` made, oldest first: a weak reference to each, under the class's
+``id``, which it leaves as the class is collected (before its memory, and so its ``id``, can be taken
+again).  No lock: each change is one dict operation; readers walk a copy."""
 
 
 _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
@@ -94,8 +92,9 @@ class ZeroCopyFields(type):
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if mcls is not ZeroCopyFields and mcls not in cooperating:
             check_cooperates(cls, ZeroCopyFields)
-        ref = weakref.ref(cls, _unregister)
-        _registry[id(ref)] = ref
+        # The callback runs no Python code, so no signal handler runs in it: a
+        # Ctrl-C while the collector runs it would be printed and lost.
+        _registry[id(cls)] = weakref.ref(cls, functools.partial(_registry.pop, id(cls)))
         with LOCK:
             if _needs_methods_of_its_own(cls, namespace):
                 _install(cls)

@@ -423,6 +423,37 @@ def test_identical_classes_share_one_linecache_entry_that_goes_with_the_last():
     assert _metakit_entries() <= before
 
 
+def test_a_class_collected_while_its_code_lives_on_runs_no_python_code_of_metakits():
+    # A signal handler runs only between Python instructions, and Python prints an exception that a
+    # weak reference's callback raises and goes on: a Ctrl-C that came while the collector ran a callback
+    # written in Python was lost (the registry's ran for every class).  A collected class leaves metakit's
+    # registry with no Python code run; only the end of its linecache entry is Python's, once no class
+    # shares its code.
+    def make():
+        return make_dataclass("Collected", [("a", int)], bases=(ZeroCopy,))
+
+    kept, dropped = make(), make()
+    dropped_ref = weakref.ref(dropped)
+    package = os.path.dirname(metakit.__file__)
+    called: list[str] = []
+
+    def profile(frame: Any, event: str, _: object) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            called.append(frame.f_code.co_name)
+
+    gc.collect()
+    del dropped
+    sys.setprofile(profile)
+    try:
+        gc.collect()
+    finally:
+        sys.setprofile(None)
+    assert dropped_ref() is None
+    assert called == []
+    assert metakit.zerocopy_classes().count(kept) == 1
+    assert all(cls.__name__ != "Collected" or cls is kept for cls in metakit.zerocopy_classes())
+
+
 def test_same_name_other_fields_get_numbered_entries_and_right_tracebacks():
     # A name no other test uses: the numbers count the live classes of that name.
     def make(names):
