@@ -126,24 +126,32 @@ def _signed_varint(value: int) -> bytes:
 if sys.version_info >= (3, 11):
 
     def lines_only(code: CodeType) -> CodeType:
-        """*code* with the same line for each instruction and no columns."""
+        """*code* with the same line for each instruction and no columns.
+
+        Read by ranges of instructions (``co_lines``), not one instruction
+        at a time: this runs for each template made, twice.
+        """
         table = bytearray()
-        lines = [position[0] for position in code.co_positions()]
         previous = code.co_firstlineno
-        start = 0
-        while start < len(lines):
-            line = lines[start]
-            end = start + 1
-            while end < len(lines) and end - start < 8 and lines[end] == line:
-                end += 1
-            if line is None:
-                table.append(0x80 | 15 << 3 | (end - start - 1))
-            else:
-                table.append(0x80 | 13 << 3 | (end - start - 1))
-                table += _signed_varint(line - previous)
-                previous = line
-            start = end
+        units = 0  # the code units of the current line not yet written
+        line: int | None = None
+        for start, end, at in [*code.co_lines(), (0, 0, _END)]:
+            if at != line:
+                while units:
+                    length = min(units, 8)
+                    if line is None:
+                        table.append(0x80 | 15 << 3 | (length - 1))
+                    else:
+                        table.append(0x80 | 13 << 3 | (length - 1))
+                        table += _signed_varint(line - previous)
+                        previous = line
+                    units -= length
+                line = at
+            units += (end - start) // 2
         return code.replace(co_linetable=bytes(table))
+
+    _END: Final[Any] = object()
+    """A line no range has: it ends the last."""
 
 else:
 
