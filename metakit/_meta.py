@@ -92,8 +92,8 @@ class ZeroCopyFields(type):
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if mcls is not ZeroCopyFields and mcls not in cooperating:
             check_cooperates(cls, ZeroCopyFields)
-        # The callback runs no Python code, so no signal handler runs in it: a
-        # Ctrl-C while the collector runs it would be printed and lost.
+        # A callback that runs no Python code: a signal handler runs between
+        # Python instructions, and a Ctrl-C raised in a callback is only printed.
         _registry[id(cls)] = weakref.ref(cls, functools.partial(_registry.pop, id(cls)))
         with LOCK:
             if _needs_methods_of_its_own(cls, namespace):

@@ -232,7 +232,11 @@ def _counts(counts: Sequence[Report]) -> list[str]:
             f" records them): {first['classes']} classes of each kind, the median of {first['layouts']} memory"
             " layouts, with a fixed hash seed. Unlike time, the count does not move with the machine's load."
             f" The bounds are the design's: {BOUNDS['same'] - 1:.0%} more for the same class made again,"
-            f" {BOUNDS['new'] - 1:.0%} for new field names."
+            f" {BOUNDS['new'] - 1:.0%} for new field names. These are the costs of a class whose *shape* (how"
+            " many fields, and what `asdict_zerocopy` and `replace` do with each) has been seen twice: each"
+            " program makes two such classes first. The first class of a shape compiles its methods for real,"
+            " and the second makes the shape's template (two compiles), which every later class copies; a"
+            " count that takes those in, spread over the classes measured, comes out higher."
         ),
         "",
         f"| fields | class | bound | {' | '.join(count['python'] for count in counts)} |",
