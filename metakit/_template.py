@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from itertools import groupby
 from operator import itemgetter
 from types import CodeType
 from typing import Any, Final
@@ -133,25 +134,18 @@ if sys.version_info >= (3, 11):
         """
         table = bytearray()
         previous = code.co_firstlineno
-        units = 0  # the code units of the current line not yet written
-        line: int | None = None
-        for start, end, at in [*code.co_lines(), (0, 0, _END)]:
-            if at != line:
-                while units:
-                    length = min(units, 8)
-                    if line is None:
-                        table.append(0x80 | 15 << 3 | (length - 1))
-                    else:
-                        table.append(0x80 | 13 << 3 | (length - 1))
-                        table += _signed_varint(line - previous)
-                        previous = line
-                    units -= length
-                line = at
-            units += (end - start) // 2
+        for line, ranges in groupby(code.co_lines(), key=itemgetter(2)):
+            units = sum((end - start) // 2 for start, end, _ in ranges)
+            while units:
+                length = min(units, 8)
+                if line is None:
+                    table.append(0x80 | 15 << 3 | (length - 1))
+                else:
+                    table.append(0x80 | 13 << 3 | (length - 1))
+                    table += _signed_varint(line - previous)
+                    previous = line
+                units -= length
         return code.replace(co_linetable=bytes(table))
-
-    _END: Final[Any] = object()
-    """A line no range has: it ends the last."""
 
 else:
 
