@@ -45,7 +45,6 @@ No numpy is needed: torch's object collectives, which call
 from __future__ import annotations
 
 import collections
-import ctypes
 import operator
 import struct
 import sys
@@ -68,6 +67,7 @@ from metakit.wire import (
     WireError,
     allowed_globals,
     buffer_table,
+    cpu_bytes,
     fill,
     local_device,
     pack_outgoing,
@@ -515,15 +515,15 @@ def _send_message(  # noqa: PLR0917  # the parts of a message, in its order
     message_nbytes = pool_offset + pool_nbytes
     carried = route.frame(max_bytes) - _TAIL  # the message's bytes that the frame carries, before _TRAILER
     message = route.message_buffer(max(message_nbytes, carried + _TAIL))
-    base = message.data_ptr()
-    ctypes.memmove(base + _PREFIX.size, header, len(header))
-    ctypes.memmove(base + tails_offset, b"".join(tails), _TAIL * len(tails))
+    view = cpu_bytes(message)
+    view[_PREFIX.size : tails_offset] = header
+    view[tails_offset : tails_offset + _TAIL * len(tails)] = b"".join(tails)
     if pool_nbytes:
         fill(message[pool_offset:message_nbytes], placements)
     rest = message[carried:message_nbytes]
-    ctypes.memmove(base, _PREFIX.pack(status, _LAYOUT, len(header), message_nbytes, _tail(rest)), _PREFIX.size)
+    _PREFIX.pack_into(view, 0, status, _LAYOUT, len(header), message_nbytes, _tail(rest))
     if message_nbytes <= carried:
-        ctypes.memmove(base + carried, _TRAILER, _TAIL)
+        view[carried : carried + _TAIL] = _TRAILER
         frame = message[: carried + _TAIL]
     else:
         frame = torch.empty(carried + _TAIL, dtype=torch.uint8)
