@@ -39,7 +39,8 @@ It works in two phases, like mypy's own dataclass support:
 Both kinds of metadata, and the fallback classes, travel through mypy's
 cache, so a warm incremental run and ``dmypy`` give the same results as a
 cold run.  A class that mypy could not fully analyse keeps the declared
-types (``dict[str, Any]``, ``tuple[Any, ...]``).  Supports mypy 1.12 and later.
+types (``dict[str, Any]``, ``tuple[Any, ...]``); so does one whose fields at
+run time are not mypy's (see ``_RUN_TIME_FIELD``).  Supports mypy 1.12 and later.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from mypy.types import (
     TypeOfAny,
     TypeType,
     TypeVarType,
+    UnboundType,
     UnionType,
     get_proper_type,
 )
@@ -281,7 +283,7 @@ def _tag_class(ctx: ClassDefContext) -> None:
     """
     info = ctx.cls.info
     qualname = _runtime_qualname(ctx.api, info)
-    _record_tag(ctx, {"declared": _declared_fields(ctx.cls.defs), "qualname": qualname})
+    _record_tag(ctx, {"declared": _declared_fields(ctx), "qualname": qualname})
     _add_fallback(ctx.api, info, qualname)
     if any("dataclass_tag" in base.metadata or "dataclass" in base.metadata for base in info.mro):
         _declare_methods(ctx)
@@ -301,7 +303,7 @@ def _tag_dataclass(ctx: ClassDefContext) -> None:
     """
     dataclass_tag_callback(ctx)
     if METADATA_KEY not in ctx.cls.info.metadata:  # a metakit class's own tag says more
-        _record_tag(ctx, {"declared": _declared_fields(ctx.cls.defs)})
+        _record_tag(ctx, {"declared": _declared_fields(ctx)})
 
 
 def _record_tag(ctx: ClassDefContext, tag: dict[str, object]) -> None:
@@ -400,22 +402,44 @@ def _declare_methods(ctx: ClassDefContext) -> None:
 
 _ABSENT: Final = "absent"
 _OMIT_STATUS: Final[dict[bool | str | None, str]] = {True: "omit", False: "keep", _ABSENT: "keep", None: "unknown"}
+_RUN_TIME_FIELD: Final = "run-time field"
+"""The status of a name that mypy takes for a ``ClassVar`` or an ``InitVar`` but that is a field at run time.
+
+Under ``from __future__ import annotations`` an annotation written in
+quotes, ``x: "ClassVar[int]"``, is quoted again at run time
+(``"'ClassVar[int]'"``), and ``dataclasses`` reads neither kind in quotes.
+A class with such a name, and every class below it, keeps the declared types.
+"""
+_NOT_FIELDS: Final = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
 
 
-def _declared_fields(body: Block) -> dict[str, str]:
-    """Whether each name a class *body* annotates is an ``OMIT`` field.
+def _declared_fields(ctx: ClassDefContext) -> dict[str, str]:
+    """Whether each name the class body annotates is an ``OMIT`` field.
 
     ``"omit"``, ``"keep"``, or ``"unknown"`` when its ``metadata`` cannot
-    be read without running the code.  A redefined field takes the status
-    of its newest declaration, as at run time.
+    be read without running the code; ``_RUN_TIME_FIELD`` for a name that
+    mypy takes for no field.  A redefined field takes the status of its
+    newest declaration, as at run time.
     """
+    quoted_again = ctx.api.modules[ctx.api.cur_mod_id].is_future_flag_set("annotations")
     declared: dict[str, str] = {}
-    for stmt in _annotated_assignments(body):
+    for stmt in _annotated_assignments(ctx.cls.defs):
         lvalue, rvalue = stmt.lvalues[0], stmt.rvalue
         if not isinstance(lvalue, NameExpr):
             continue
-        declared[lvalue.name] = _field_status(rvalue)
+        if quoted_again and _quoted_not_field(ctx.api, stmt.unanalyzed_type):
+            declared[lvalue.name] = _RUN_TIME_FIELD
+        else:
+            declared[lvalue.name] = _field_status(rvalue)
     return declared
+
+
+def _quoted_not_field(api: SemanticAnalyzerPluginInterface, annotation: Type | None) -> bool:
+    """Whether *annotation*, as written, is a ``ClassVar[...]`` or ``InitVar[...]`` in quotes."""
+    if not isinstance(annotation, UnboundType) or annotation.original_str_expr is None:
+        return False
+    sym = api.lookup_qualified(annotation.name, annotation, suppress_errors=True)
+    return sym is not None and sym.node is not None and sym.node.fullname in _NOT_FIELDS
 
 
 def _field_status(rvalue: Expression) -> str:
@@ -859,7 +883,7 @@ def _fields(receiver: Instance) -> tuple[dict[str, Type], set[str]] | None:
     """The types of the fields the conversions return, in order, and the
     names of all the fields; ``None`` when they are not known."""
     owner = _dataclass_owner(receiver.type)
-    if owner is None:
+    if owner is None or any(_RUN_TIME_FIELD in _declared(info).values() for info in owner.mro):
         return None
     attributes = {data["name"]: data for data in owner.metadata["dataclass"]["attributes"]}
     items: dict[str, Type] = {}
@@ -944,11 +968,18 @@ def _omit_status(owner: TypeInfo, name: str) -> str:
     make is taken to be kept: they were never tagged.
     """
     for info in owner.mro:
-        declared = info.metadata.get(METADATA_KEY, {}).get("declared", {})
-        if "dataclass" in info.metadata and name in declared:
-            status: str = declared[name]
-            return status
+        declared = _declared(info)
+        if name in declared:
+            return declared[name]
     return "keep"
+
+
+def _declared(info: TypeInfo) -> dict[str, str]:
+    """The statuses that the tag of *info* gives the names its body annotates, if it is a dataclass."""
+    if "dataclass" not in info.metadata:
+        return {}
+    declared: dict[str, str] = info.metadata.get(METADATA_KEY, {}).get("declared", {})
+    return declared
 
 
 def _declared_type(owner: TypeInfo, name: str) -> tuple[TypeInfo, Type] | None:

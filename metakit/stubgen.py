@@ -294,6 +294,7 @@ class _Additions:
                 _declare_members(cls, cdef)
             if _is_dataclass(cls):
                 _nested_classes_last(cdef)
+                self._fields_as_they_run(cls, cdef)
                 cdef.defs.body += self._properties(cls, cdef)
             if _is_zerocopy_dataclass(cls):
                 if not self.given:  # the first record: the stub imports its own names
@@ -441,6 +442,25 @@ class _Additions:
             stub.lines.append(f"def {REPLACE}({parameters}) -> {cls.__qualname__}{args}: ...")
         return stub.nodes()
 
+    def _fields_as_they_run(self, cls: type, cdef: ClassDef) -> None:
+        """Declare a field of *cls* that its body annotates as a ``ClassVar`` or an ``InitVar`` with the type inside.
+
+        ``dataclasses`` takes such a name for a field where it cannot read the
+        annotation as one: a string quoted again by ``from __future__ import
+        annotations`` (``"'ClassVar[int]'"``), a name imported only under
+        ``TYPE_CHECKING``.  The stub says what runs.
+        """
+        fields = {_unmangled(cls, f.name) for f in dataclasses.fields(cls)}
+        for stmt in cdef.defs.body:
+            typ = stmt.unanalyzed_type if isinstance(stmt, AssignmentStmt) else None
+            if (
+                isinstance(stmt, AssignmentStmt)
+                and isinstance(typ, UnboundType)
+                and _assigns(stmt, *fields)
+                and self.source.resolve(typ.name)[0] in _NOT_FIELDS
+            ):
+                stmt.unanalyzed_type = typ.args[0] if typ.args else UnboundType("_Incomplete")
+
     def _properties(self, cls: type, cdef: ClassDef) -> list[Statement]:
         """The attributes that the methods in *cdef* set on ``self``, as properties.
 
@@ -494,17 +514,22 @@ class _Additions:
     def _init_types(self, cls: type) -> dict[str, Type]:
         """The type of each field that ``__init__`` (and so ``__replace__``) takes, ``InitVar``s too."""
         fields = {f.name for f in dataclasses.fields(cls)}
-        found: dict[str, Type] = {}
-        for f in getattr(cls, "__dataclass_fields__").values():  # noqa: B009  # a dataclass's own attribute
-            if not f.init:
-                continue
-            typ = self._field_type(cls, f.name)
-            if f.name not in fields:  # an InitVar or a ClassVar
-                if not (isinstance(typ, UnboundType) and self.source.resolve(typ.name)[0] == "dataclasses.InitVar"):
-                    continue
-                typ = typ.args[0] if typ.args else UnboundType("_Incomplete")
-            found[f.name] = typ
-        return found
+        return {
+            f.name: self._field_type(cls, f.name)
+            for f in getattr(cls, "__dataclass_fields__").values()  # noqa: B009  # a dataclass's own attribute
+            if f.init and (f.name in fields or self._declared_init_var(cls, f.name))
+        }
+
+    def _declared_init_var(self, cls: type, name: str) -> bool:
+        """Whether the pseudo-field *name* of *cls* (no field) is an ``InitVar``, not a ``ClassVar``."""
+        declaring = self._declaring(cls, name)
+        source = self._source(declaring[0]) if declaring is not None else None
+        return (
+            declaring is not None
+            and source is not None
+            and isinstance(declaring[1], UnboundType)
+            and source.resolve(declaring[1].name)[0] == "dataclasses.InitVar"
+        )
 
     def _field_type(self, cls: type, name: str) -> Type:
         """The declared type of the field *name* of *cls*, as this module's stub can name it."""
@@ -761,12 +786,14 @@ def _substitute(bound: dict[str, Type]) -> Callable[[str], str | Type]:
     return lambda name: bound.get(name, name)
 
 
-_WRAPPERS: Final = frozenset(
-    f"{module}.{name}" for module in ("typing", "typing_extensions") for name in ("Final", "Annotated", "ClassVar")
-)
-"""Annotations whose first argument is the field's type: ``Final[int]``, ``Annotated[int, ...]``; and
-``ClassVar[int]`` where ``dataclasses`` takes it for a field (a string ``te.ClassVar[int]``, which it reads
-as a ``ClassVar`` only through the ``typing`` module)."""
+_NOT_FIELDS: Final = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
+"""Annotations of what ``dataclasses`` takes for no field, where it can read them as such."""
+_WRAPPERS: Final = _NOT_FIELDS | {
+    f"{module}.{name}" for module in ("typing", "typing_extensions") for name in ("Final", "Annotated")
+}
+"""Annotations whose first argument is the field's type: ``Final[int]``, ``Annotated[int, ...]``; an
+``InitVar[int]``'s argument is what ``__init__`` takes; and ``ClassVar[int]`` is a field's where ``dataclasses``
+takes it for one (see ``_Additions._fields_as_they_run``)."""
 
 
 def _unwrapped(typ: Type, source: _Source | None) -> Type:

@@ -1257,3 +1257,48 @@ def test_a_classvar_that_dataclasses_takes_for_a_field_is_its_type_in_the_typed_
     assert typed_dict_keys(stub, "RecordDict") == ["a", "cv"]
     assert "    cv: int\n" in stub
     assert "def astuple_zerocopy(self) -> _tuple[int, int]:" in members(stub, "Record")["astuple_zerocopy"][0]
+
+
+def test_a_classvar_or_initvar_that_dataclasses_takes_for_a_field_is_declared_a_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under ``from __future__ import annotations`` a ClassVar or InitVar in quotes is quoted again at run time,
+    # and a name imported only under TYPE_CHECKING is missing: dataclasses reads neither, and makes a field.
+    # The class body said ``label: ClassVar[str]``, so pyright refused the argument that ``__init__`` takes,
+    # and the TypedDict said ``scale: InitVar[int]`` (found by an outside tester).
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "quoted_pseudo_fields",
+        """
+        from __future__ import annotations
+
+        from dataclasses import InitVar, dataclass
+        from typing import TYPE_CHECKING, ClassVar
+
+        from metakit import ZeroCopy
+
+        if TYPE_CHECKING:
+            from typing import ClassVar as Hidden
+
+        @dataclass
+        class Record(ZeroCopy):
+            a: int
+            label: "ClassVar[str]" = "x"
+            scale: "InitVar[int]" = 1
+            hidden: Hidden[int] = 0
+            kept: ClassVar[int] = 0
+            init: InitVar[int] = 0
+        """,
+    )
+    assert typed_dict_keys(stub, "RecordDict") == ["a", "label", "scale", "hidden"]
+    assert "class RecordDict(_TypedDict):\n    a: int\n    label: str\n    scale: int\n    hidden: int\n" in stub
+    record = members(stub, "Record")
+    assert record["label"] == ["label: str = ..."]
+    assert record["scale"] == ["scale: int = ..."]
+    assert record["hidden"] == ["hidden: int = ..."]
+    assert record["kept"] == ["kept: ClassVar[int] = ..."]
+    assert record["init"] == ["init: InitVar[int] = ..."]
+    assert "def astuple_zerocopy(self) -> _tuple[int, str, int, int]:" in record["astuple_zerocopy"][0]
+    replace = record["__replace__"][0]
+    assert "a: int=..., label: str=..., scale: int=..., hidden: int=..., init: int=...) -> Record:" in replace

@@ -287,6 +287,16 @@ def test_expected_typed_dicts_are_what_runs(case_modules: None) -> None:
     assert frozen.astuple_zerocopy() == (1, True)
 
 
+def test_quoted_class_vars_and_init_vars_are_fields_at_run_time(case_modules: None) -> None:
+    """What quoted_annotations.py keeps the declared types for: in quotes, under ``from __future__ import
+    annotations``, a ``ClassVar`` or ``InitVar`` is a field at run time; without them, neither is."""
+    quoted = importlib.import_module("quoted_annotations")
+    assert quoted.Quoted(1).asdict_zerocopy() == {"a": 1, "label": "x"}
+    assert quoted.QuotedInitVar(1).asdict_zerocopy() == {"a": 1, "scale": 1}
+    assert quoted.Below(1).astuple_zerocopy() == (1, "x", 0)
+    assert quoted.Unquoted(1).astuple_zerocopy() == (1,)
+
+
 def test_vllm_shaped_cases_assert_what_runs(case_modules: None) -> None:
     """What vllm_runner.py asserts about vllm_backends.py is what the code returns."""
     backends = importlib.import_module("vllm_backends")
