@@ -782,13 +782,23 @@ def _function_receivers(ctx: FunctionContext, function: str) -> list[Instance] |
 
 def _never_a_dataclass(info: TypeInfo) -> bool:
     """Whether no instance of *info* can be a dataclass: no class of its MRO is one, nor can a subclass be
-    (``object``, a protocol and a class with an unknown base may stand for one)."""
+    (``object``, a protocol and a class with an unknown base may stand for one; an enum with members takes no
+    subclass)."""
     return (
         _dataclass_owner(info) is None
         and info.fullname != "builtins.object"
         and not info.is_protocol
         and not info.fallback_to_any
-        and (info.is_final or info.fullname.startswith("builtins."))
+        and (info.is_final or info.fullname.startswith("builtins.") or _has_enum_members(info))
+    )
+
+
+def _has_enum_members(info: TypeInfo) -> bool:
+    """Whether *info* is an enum with a member (one whose name takes no ``_``, to be sure; mypy 1.12 has no
+    ``TypeInfo.enum_members``)."""
+    return info.is_enum and any(
+        isinstance(sym.node, Var) and sym.node.has_explicit_value and not name.startswith("_")
+        for name, sym in info.names.items()
     )
 
 

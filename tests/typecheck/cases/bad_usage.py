@@ -1,5 +1,6 @@
 """Bad usage: mypy must report an error on each line commented "E: why", and on no other."""
 
+import enum
 from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, Literal, Optional, Set, TypeVar, Union
 
@@ -115,10 +116,21 @@ class PlainConfig:
     page_size: int = 16
 
 
-def never_a_dataclass(number: int, text: str) -> None:
+class Color(enum.Enum):
+    RED = 1
+
+
+class Shade(enum.Enum):
+    """No members: an enum below it, with a dataclass among its bases too, has dataclass members."""
+
+
+def never_a_dataclass(number: int, text: str, color: Color, shade: Shade) -> None:
     metakit.astuple_zerocopy(number)  # E: an int is never a dataclass
     metakit.asdict_zerocopy(text)  # E: nor is a str
     metakit.replace(number)  # E: replace() too
+    metakit.asdict_zerocopy(color)  # E: an enum with members takes no subclass, and is no dataclass
+    metakit.asdict_zerocopy(Color.RED)  # E: its member the same
+    metakit.asdict_zerocopy(shade)
 
 
 def maybe_none(meta: Optional[PagedMetadata]) -> None:
