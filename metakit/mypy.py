@@ -410,7 +410,8 @@ quotes, ``x: "ClassVar[int]"``, is quoted again at run time
 (``"'ClassVar[int]'"``), and ``dataclasses`` reads neither kind in quotes.
 A class with such a name, and every class below it, keeps the declared types.
 """
-_NOT_FIELDS: Final = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
+NOT_FIELDS: Final = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
+"""Annotations of what ``dataclasses`` takes for no field, where it can read them as such."""
 
 
 def _declared_fields(ctx: ClassDefContext) -> dict[str, str]:
@@ -439,7 +440,7 @@ def _quoted_not_field(api: SemanticAnalyzerPluginInterface, annotation: Type | N
     if not isinstance(annotation, UnboundType) or annotation.original_str_expr is None:
         return False
     sym = api.lookup_qualified(annotation.name, annotation, suppress_errors=True)
-    return sym is not None and sym.node is not None and sym.node.fullname in _NOT_FIELDS
+    return sym is not None and sym.node is not None and sym.node.fullname in NOT_FIELDS
 
 
 def _field_status(rvalue: Expression) -> str:

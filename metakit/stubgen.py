@@ -85,6 +85,7 @@ from metakit._cli import ArgumentParser
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names, required_init_vars
 from metakit._meta import ZeroCopyFields, holds_fields
 from metakit._overrides import users_methods
+from metakit.mypy import NOT_FIELDS
 
 __all__ = ["NameClash", "main", "module_stub", "stub_path"]
 
@@ -452,13 +453,10 @@ class _Additions:
         """
         fields = {_unmangled(cls, f.name) for f in dataclasses.fields(cls)}
         for stmt in cdef.defs.body:
-            typ = stmt.unanalyzed_type if isinstance(stmt, AssignmentStmt) else None
-            if (
-                isinstance(stmt, AssignmentStmt)
-                and isinstance(typ, UnboundType)
-                and _assigns(stmt, *fields)
-                and self.source.resolve(typ.name)[0] in _NOT_FIELDS
-            ):
+            if not isinstance(stmt, AssignmentStmt) or not _assigns(stmt, *fields):
+                continue
+            typ = stmt.unanalyzed_type
+            if isinstance(typ, UnboundType) and self.source.resolve(typ.name)[0] in NOT_FIELDS:
                 stmt.unanalyzed_type = typ.args[0] if typ.args else UnboundType("_Incomplete")
 
     def _properties(self, cls: type, cdef: ClassDef) -> list[Statement]:
@@ -786,9 +784,7 @@ def _substitute(bound: dict[str, Type]) -> Callable[[str], str | Type]:
     return lambda name: bound.get(name, name)
 
 
-_NOT_FIELDS: Final = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
-"""Annotations of what ``dataclasses`` takes for no field, where it can read them as such."""
-_WRAPPERS: Final = _NOT_FIELDS | {
+_WRAPPERS: Final = NOT_FIELDS | {
     f"{module}.{name}" for module in ("typing", "typing_extensions") for name in ("Final", "Annotated")
 }
 """Annotations whose first argument is the field's type: ``Final[int]``, ``Annotated[int, ...]``; an
