@@ -42,6 +42,7 @@ arrive equal, a rank that fails or hangs), never because a target was missed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import multiprocessing
 import queue
@@ -51,7 +52,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -173,19 +174,12 @@ def _run_group(world: int, plan: _Plan) -> tuple[list[dict[str, Any]], str | Non
         context.Process(target=_rank_main, args=(rank, world, store.port, plan, reports), daemon=True)
         for rank in range(world)
     ]
-    # The ranks start with Ctrl-C ignored (a Python started so leaves it so): the terminal sends it
-    # to every process of the group, and only this one answers it, ending the ranks as it exits.
-    main_thread = threading.current_thread() is threading.main_thread()  # where signals can be set
-    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
-    try:
-        for process in processes:
-            process.start()
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, interrupt)
     rows: list[dict[str, Any]] = []
     error: str | None = None
     try:
+        with _ctrl_c_held():
+            for process in processes:
+                process.start()
         while len(rows) < len(_chosen(plan.quick)) and error is None:
             kind, payload = reports.get(timeout=_TIMEOUT.total_seconds())
             if kind == "row":
@@ -195,12 +189,50 @@ def _run_group(world: int, plan: _Plan) -> tuple[list[dict[str, Any]], str | Non
                 error = payload
     except queue.Empty:
         error = f"no rank reported for {_TIMEOUT.total_seconds():.0f} s"
+    except BaseException:
+        # A Ctrl-C: the ranks end before this process does.  A rank that is still starting reads its
+        # arguments from this process, and would print a traceback once they were gone.
+        _end(processes, 0)
+        raise
+    _end(processes, _TIMEOUT.total_seconds() if error is None else 1)
+    return rows, error
+
+
+def _end(processes: Sequence[multiprocessing.process.BaseProcess], wait: float) -> None:
+    """Wait up to *wait* seconds for each process that was started to end, then kill it."""
     for process in processes:
-        process.join(_TIMEOUT.total_seconds() if error is None else 1)
+        if process.is_alive():
+            process.join(wait)
         if process.is_alive():
             process.kill()
             process.join()
-    return rows, error
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Start the ranks in this block: they inherit Ctrl-C blocked, and a Ctrl-C that comes here meanwhile is
+    raised once the block is done.
+
+    A terminal sends Ctrl-C to every process of its group, the ranks too;
+    only this process answers it, ending the ranks as it exits.  A blocked
+    signal stays blocked through ``fork`` and ``exec``, so a rank cannot hear
+    it while it starts (and imports torch); it then ignores it
+    (``_rank_main``).  Ignoring it here instead, for the ranks to inherit,
+    would lose one that came to this process meanwhile.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield  # signals are the main thread's; pthread_sigmask is POSIX's
+        return
+    came: list[int] = []
+    answer = signal.signal(signal.SIGINT, lambda number, frame: came.append(number))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one held comes now, to the lambda
+        signal.signal(signal.SIGINT, answer)
+    if came:
+        signal.raise_signal(signal.SIGINT)  # answered as this process answers it
 
 
 # --- the ranks -------------------------------------------------------------------
@@ -208,6 +240,9 @@ def _run_group(world: int, plan: _Plan) -> tuple[list[dict[str, Any]], str | Non
 
 def _rank_main(rank: int, world: int, port: int, plan: _Plan, reports: multiprocessing.Queue[tuple[str, Any]]) -> None:
     """One rank: measure every record, rank 0 reporting each row as it comes."""
+    if hasattr(signal, "pthread_sigmask"):  # Ctrl-C is the parent's to answer (see _ctrl_c_held)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # which drops one held since the rank started
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         torch.set_num_threads(1)
         store = _TCPStore("127.0.0.1", port, world, is_master=False, timeout=_TIMEOUT)
