@@ -1426,8 +1426,11 @@ def _sizes_and_lanes(header: bytes | bytearray | memoryview, count: int) -> tupl
     """The sizes and lanes in the table of *header*, which ``buffer_count`` says lists *count* buffers."""
     values = (_TABLES.get(count) or _table_struct(count)).unpack_from(header)
     sizes, lanes = values[3 : 3 + count], values[3 + count :]
-    if (lanes and max(lanes) > 1) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
-        raise WireError("the header's buffer table lists a lane other than 0 and 1, or a small buffer of its own")
+    if (lanes and (lanes[0] or max(lanes) > 1)) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
+        raise WireError(
+            "the header's buffer table lists a lane other than 0 and 1, buffer 0 (lane 0's shared buffer) in "
+            "another lane, or a small buffer of its own"
+        )
     return sizes, lanes
 
 
@@ -1533,7 +1536,7 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     try:
         return builder.call(cls, values)
     except Exception as error:
-        raise WireError(f"{cls.__qualname__}(...) raised {describe(error)}") from None
+        raise WireError(f"{cls.__qualname__}(...) raised {_first_line(error)}") from None
 
 
 def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
@@ -2063,7 +2066,7 @@ class _Reader:
         try:
             record = cls(**arguments)
         except Exception as error:
-            raise WireError(f"{qualname}(...) raised {describe(error)}") from None
+            raise WireError(f"{qualname}(...) raised {_first_line(error)}") from None
         for name in later:
             # Frozen classes refuse setattr; their own __init__ uses this too.
             object.__setattr__(record, name, values[names.index(name)])
@@ -2095,7 +2098,7 @@ class _Reader:
         except _Mismatched:
             raise
         except Exception as error:
-            raise WireError(f"{cls.__qualname__}(...) raised {describe(error)}") from None
+            raise WireError(f"{cls.__qualname__}(...) raised {_first_line(error)}") from None
 
     def refuse_typed(self, builder: Builder, raw: msgspec.Raw, cls: type, where: str) -> None:
         """Raise the general way's error for the values of *cls* that the typed reading refused.
@@ -2470,9 +2473,10 @@ def _shown(text: str) -> str:
 
 
 def _first_line(error: BaseException) -> str:
-    """``describe(error)``'s first line, cut short: to some messages torch appends its C++ backtrace, which
-    holds this process's addresses, and a value that arrived may be as long as its header."""
-    line = describe(error).partition("\n")[0]
+    """``describe(error)``'s first line, printable and cut short: to some messages torch appends its C++
+    backtrace, which holds this process's addresses, and a message may quote a value that arrived (as long
+    as its header, holding control characters that would forge lines in a log)."""
+    line = printable(describe(error).partition("\n")[0])
     return line if len(line) <= _MOST_LINE else f"{line[:_MOST_LINE]}..."
 
 

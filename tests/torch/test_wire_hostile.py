@@ -1452,7 +1452,8 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("not a metakit header", 0, b"XYZ" + header[3:], [], "not a metakit header"),
         ("no buffer", 0, _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 0) + header[len(table) :], [], "lists no buffer"),
         ("an unknown lane", 0, table[:-1] + b"\x03" + header[len(table) :], [], "a lane other than 0 and 1"),
-        ("lane 1 with no device group", 0, table[:-1] + b"\x01" + header[len(table) :], [], "carries lane 0 only"),
+        ("lane 1, no device group", 0, two_buffers[:-1] + b"\x01" + header[len(table) :], [], "carries lane 0 only"),
+        ("buffer 0 in lane 1", 0, table[:-1] + b"\x01" + header[len(table) :], [], "buffer 0 (lane 0's shared"),
         ("a pool larger than the frame", 0, table[:8] + struct.pack("<Q", 1 << 20) + header[16:], [], "does not lie"),
         ("a buffer over max_bytes", 0, two_buffers[:-10] + struct.pack("<Q", 1 << 40) + b"\0\0", [], "over max_bytes"),
         ("a pickle that runs code", 0, _join(table, with_pickle), [], "does not read pickles"),
@@ -1611,6 +1612,17 @@ def test_a_lane_other_than_0_and_1_is_refused() -> None:
     _refused(bytes(changed), buffers, "a lane other than 0 and 1")
 
 
+def test_buffer_0_in_lane_1_is_refused() -> None:
+    # (Found by an outside tester: buffer 0 is lane 0's shared buffer, but a table that put it in lane 1 was
+    # read.)
+    header, buffers = wire.pack(Step(4, torch.arange(4)))
+    changed = bytearray(header)
+    changed[_TABLE_HEAD.size + 8] = 1
+    _refused(bytes(changed), buffers, r"buffer 0 \(lane 0's shared buffer\) in another lane")
+    with pytest.raises(WireError, match="buffer 0"):
+        wire.buffer_table(bytes(changed))
+
+
 class _Proxy:
     """Shaped like a web framework's context-local proxy: any attribute read runs code."""
 
@@ -1694,6 +1706,29 @@ class RefusesValues(ZeroCopy):
     def __post_init__(self) -> None:
         if self.refusing:
             raise _Unreadable
+
+
+@dataclass
+class ChecksItsName(ZeroCopy):
+    name: str
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"bad name {self.name}")
+
+
+def test_an_init_error_that_quotes_a_value_that_arrived_is_one_printable_line_cut_short() -> None:
+    # (Found by an outside tester: the message of a class's own error, which may quote a value a peer chose,
+    # went into the WireError as it was: control characters and new lines that forge lines in a log, at any
+    # length.)
+    forged = "\x1b[2J " * 1000 + "\nERROR forged line"
+    header, buffers = wire.pack(ChecksItsName("step"))
+    body = bytes(header).replace(msgspec.msgpack.encode("step"), msgspec.msgpack.encode(forged))
+    message = str(_refused(body, buffers, r"ChecksItsName\(\.\.\.\) raised ValueError: bad name \\x1b\[2J \\x1b"))
+    assert message.isprintable()
+    assert "forged" not in message
+    assert len(message) < 1200
+    assert message.endswith("...")
 
 
 def test_an_init_error_whose_message_cannot_be_read_is_still_a_wire_error(monkeypatch: pytest.MonkeyPatch) -> None:
