@@ -1483,8 +1483,15 @@ def unpack(
     ``ZeroCopyFields`` bears the name that arrived, the class has other
     fields here, a value does not match its field's annotation, a tensor
     does not lie within its buffer, or ``__init__`` refuses the values.
+    *buffers* that are no sequence (``None``) raise ``TypeError``: the caller's mistake, not the peer's.
     """
-    if (type(header) is bytes or type(header) is bytearray) and len(buffers) < len(_TABLES):
+    try:
+        count = len(buffers)
+    except TypeError:
+        raise TypeError(
+            f"unpack() takes the buffers that came with the header as a sequence, not {type(buffers).__qualname__}"
+        ) from None
+    if (type(header) is bytes or type(header) is bytearray) and count < len(_TABLES):
         record = _unpack_usual(header, buffers)
         if record is not None:
             return record

@@ -1612,6 +1612,14 @@ def test_a_lane_other_than_0_and_1_is_refused() -> None:
     _refused(bytes(changed), buffers, "a lane other than 0 and 1")
 
 
+@pytest.mark.parametrize("buffers", [None, 7, iter([b""])], ids=["None", "an int", "an iterator"])
+def test_buffers_given_as_no_sequence_are_a_type_error_that_says_so(buffers: Any) -> None:
+    # (Found by an outside tester: unpack(header, None) said "object of type 'NoneType' has no len()".)
+    header, _ = wire.pack(Step(4, torch.arange(4)))
+    with pytest.raises(TypeError, match="takes the buffers that came with the header as a sequence, not "):
+        wire.unpack(header, buffers)
+
+
 def test_buffer_0_in_lane_1_is_refused() -> None:
     # (Found by an outside tester: buffer 0 is lane 0's shared buffer, but a table that put it in lane 1 was
     # read.)
