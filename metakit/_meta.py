@@ -63,7 +63,9 @@ def _delete(cls: type, name: str) -> None:
         type.__delattr__(cls, name)
 
 
-_WATCHED: Final = frozenset(["__dataclass_fields__", "__qualname__", "__init__", "__new__", PROBE, *METHOD_NAMES])
+_WATCHED: Final = frozenset(
+    ["__dataclass_fields__", "__qualname__", "__bases__", "__init__", "__new__", PROBE, *METHOD_NAMES]
+)
 """The attribute names whose setting tells metakit something."""
 
 
@@ -140,7 +142,7 @@ class ZeroCopyFields(type):
             if name == REPLACE and holds_fields(cls.__dict__):
                 disown_replace(cls)  # its own __replace__ (3.13+) is gone: a call goes on to the bases
             if name == "__dataclass_fields__":
-                _fields_gone(cls)
+                _decide_again(cls)
             elif name in METHOD_NAMES:
                 _changed(cls)
             elif name in ("__init__", "__new__"):
@@ -222,6 +224,11 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
         label = label_of(namespace.get("__module__"), cls.__qualname__)
         if type(methods) is GeneratedMethods and methods.label != label:
             _install(cls)
+    elif name == "__bases__":
+        # A new MRO, for the classes below too: other fields to inherit, other
+        # users' methods to reach, another ``__init__`` to call.
+        _decide_again(cls)
+        _recheck_calls(cls)
     elif name in ("__init__", "__new__"):
         if name == "__init__" and STATE not in namespace and holds_fields(namespace):
             _install(cls)  # written by dataclasses, which set the fields just before
@@ -234,14 +241,15 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
         _changed(cls)
 
 
-def _fields_gone(cls: type) -> None:
-    """``__dataclass_fields__`` of *cls* was deleted: it, and each class below that took its fields,
-    drops the methods made for them and gets methods as a new class would (a base's fields), or none."""
+def _decide_again(cls: type) -> None:
+    """The fields that *cls* and the classes below it inherit changed (``__dataclass_fields__`` of *cls* was
+    deleted, or its ``__bases__`` set): each that is no dataclass of its own drops the methods it made for
+    the old ones, and each gets methods as a new class would (its bases' fields), or none."""
     for member in _family(cls):
         if STATE in member.__dict__ and not holds_fields(member.__dict__):
             _drop_methods(member)
-            if _needs_methods_of_its_own(member, member.__dict__):
-                _install(member)
+        if STATE not in member.__dict__ and _needs_methods_of_its_own(member, member.__dict__):
+            _install(member)
     _changed(cls)
 
 

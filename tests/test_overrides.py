@@ -934,6 +934,64 @@ def test_override_assigned_before_subclass_exists_then_deleted():
     assert B().asdict_zerocopy() == {"x": 1}
 
 
+def test_bases_set_later_are_followed_as_a_class_made_with_them_would_be():
+    # (Found by an outside tester: after ``X.__bases__ = (B,)`` the class kept its generated method in front
+    # of B's override, and a class that lost a base with an override called its other base's generated code,
+    # which dropped the class's own fields.)
+    @dataclass
+    class Plain(ZeroCopy):
+        a: int = 1
+
+    @dataclass
+    class Overriding(ZeroCopy):
+        a: int = 1
+
+        def asdict_zerocopy(self, skip_fields=None):
+            return {**super().asdict_zerocopy(skip_fields), "overridden": True}
+
+    @dataclass
+    class Gains(Plain):
+        x: int = 2
+
+    @dataclass
+    class Loses(Overriding):
+        y: int = 2
+
+    Gains.__bases__ = (Overriding,)
+    assert Gains().asdict_zerocopy() == {"a": 1, "x": 2, "overridden": True}
+    Loses.__bases__ = (Plain,)
+    assert Loses().asdict_zerocopy() == {"a": 1, "y": 2}
+    for obj in (Gains(), Loses()):
+        assert obj.astuple_zerocopy() == (1, 2)
+        assert metakit.asdict_zerocopy(obj) == {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        _assert_replace_like_dataclasses(obj, a=5)
+    Gains.__bases__ = (Plain,)  # and back
+    assert Gains().asdict_zerocopy() == {"a": 1, "x": 2}
+
+
+def test_an_undecorated_subclass_follows_the_fields_of_bases_set_later():
+    @dataclass
+    class First:
+        p: int = 1
+
+    @dataclass
+    class Second:
+        q: int = 2
+        r: int = 3
+
+    class Undecorated(ZeroCopy, First):  # the fields of a dataclass from outside metakit: methods of its own
+        pass
+
+    assert Undecorated().asdict_zerocopy() == {"p": 1}
+    Undecorated.__bases__ = (ZeroCopy, Second)
+    assert Undecorated().asdict_zerocopy() == {"q": 2, "r": 3}
+    assert Undecorated().astuple_zerocopy() == (2, 3)
+    _assert_replace_like_dataclasses(Undecorated(), r=5)
+    Undecorated.__bases__ = (ZeroCopy,)  # no dataclass at all now
+    with pytest.raises(TypeError, match="not a dataclass"):
+        Undecorated().asdict_zerocopy()
+
+
 def test_plain_subclass_decorated_later_gets_its_own_fields():
     # DESIGN: "Every class it creates that is, or becomes, a dataclass gets ... written for its own fields."
     @dataclass
