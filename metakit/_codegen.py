@@ -45,14 +45,17 @@ _SOURCE: Final = "<metakit source>"
 # The functions are made by ``def`` statements whose code is swapped for the
 # class's: from 3.13 on, CPython specializes a call only to a function that
 # its ``MAKE_FUNCTION`` instruction made, and calls one that
-# ``FunctionType(code, ...)`` made the general way, every time.
+# ``FunctionType(code, ...)`` made the general way, every time.  Each takes
+# the class's module as its ``__module__``: its globals have no ``__name__``
+# to take it from (see ``GeneratedMethods``).
 _MAKER: Final = next(
     code
     for code in compile(
-        "def make():\n"
+        "def make(module):\n"
         f"    def {ASDICT}(self, skip_fields=None): pass\n"
         f"    def {ASTUPLE}(self): pass\n"
         f"    def {REPLACE}(self, /, **changes): pass\n"
+        f"    {ASDICT}.__module__ = {ASTUPLE}.__module__ = {REPLACE}.__module__ = module\n"
         f"    return {ASDICT}, {ASTUPLE}, {REPLACE}\n",
         "<metakit>",
         "exec",
@@ -98,13 +101,15 @@ class GeneratedMethods:
         self.layout = layout
         self._source = source
         # A globals dict per class: one per shared code would hold the code
-        # that holds it, a cycle that only the garbage collector ends.  A
-        # function takes its ``__module__`` from ``__name__`` there.
-        namespace = {**_GLOBALS, "__name__": module, _SOURCE: source}
+        # that holds it, a cycle that only the garbage collector ends.  It has
+        # no ``__name__``: ``torch.compile`` reads the globals of a function
+        # whose globals name a module from that module, which holds none of these.
+        namespace = {**_GLOBALS, _SOURCE: source}
         consts = list(_MAKER.co_consts)
         for index, method in _MAKER_SLOTS:
             consts[index] = source.codes[method]
-        self.asdict, self.astuple, self.replace = FunctionType(_MAKER.replace(co_consts=tuple(consts)), namespace)()
+        maker = FunctionType(_MAKER.replace(co_consts=tuple(consts)), namespace)
+        self.asdict, self.astuple, self.replace = maker(module)
         if sys.version_info < (3, 11):  # later, a function takes its qualified name from its code
             for function in (self.asdict, self.astuple, self.replace):
                 function.__qualname__ = f"{qualname}.{function.__name__}"

@@ -1786,7 +1786,7 @@ def _made_while_a_profiler_assigns_an_override(at: tuple[int, ...]) -> tuple[typ
     seen, assigned, busy = [0], [0], [False]
 
     def profiler(frame: Any, event: str, _: object) -> None:
-        if event != "call" or busy[0] or not frame.f_globals["__name__"].startswith(("metakit", "dataclasses")):
+        if event != "call" or busy[0] or not frame.f_globals.get("__name__", "").startswith(("metakit", "dataclasses")):
             return
         seen[0] += 1
         if seen[0] in at:

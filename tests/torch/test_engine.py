@@ -4,13 +4,13 @@ round trips, storage that is never copied, and the CLI on the example."""
 import dataclasses
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 import pytest
 import torch
 
 import metakit
-from metakit import OMIT
+from metakit import OMIT, ZeroCopy
 from metakit.examples import engine
 from metakit.testing import assert_zerocopy
 
@@ -115,3 +115,31 @@ def test_show_prints_the_example_source():
     assert result.returncode == 0, result.stderr
     assert result.stdout == metakit.generated_source(engine.FlashAttentionMetadata)
     assert "        'block_tables': self.block_tables,\n" in result.stdout
+
+
+@dataclass
+class _FlashInferShaped(ZeroCopy):
+    num_prefills: int
+    slot_mapping: torch.Tensor
+    decode_wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields: set[str] | None = None) -> dict[str, object]:
+        return super().asdict_zerocopy({"decode_wrapper", *(skip_fields or ())})
+
+
+def test_every_form_runs_under_torch_compile_with_no_graph_break():
+    # (Found by an outside tester: torch.compile read the globals of a generated method from the module that
+    # its globals named, the class's, which holds none of them: every call with skip_fields, and so every
+    # call of FlashInfer's override, raised InternalTorchDynamoError.)
+    def step(record: _FlashInferShaped) -> torch.Tensor:
+        kept = record.asdict_zerocopy(skip_fields={"num_prefills"})
+        by_function = metakit.asdict_zerocopy(record, skip_fields=["decode_wrapper"])
+        changed = metakit.replace(record, num_prefills=3)
+        return (
+            kept["slot_mapping"] * by_function["num_prefills"] + changed.num_prefills + len(record.astuple_zerocopy())
+        )
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="eager", fullgraph=True)
+    assert compiled(_FlashInferShaped(1, torch.arange(4))).tolist() == [6, 7, 8, 9]
+    assert engine.FlashAttentionMetadata.asdict_zerocopy.__module__ == engine.__name__  # as before
