@@ -716,7 +716,14 @@ class _Checker:
         keys = list(got)
         strangers = [key for key in keys if key not in self.values]
         if strangers:
-            self.fail(form.role, call, f"has keys {keys}: unexpected {strangers}, which are not fields")
+            stand_in = (
+                f" ({_STAND_IN!r} is no name of yours: assert_zerocopy_class set it on its instance, which"
+                " __init__ did not make, in place of the attributes that __post_init__ or a caching property"
+                " sets; the override returns such attributes, as vars(self) does)"
+                if _STAND_IN in strangers
+                else ""
+            )
+            self.fail(form.role, call, f"has keys {keys}: unexpected {strangers}, which are not fields{stand_in}")
         in_order = [name for name in self.every if name in got]
         if keys != in_order:
             self.fail(form.role, call, f"has keys {keys}, not in field order {in_order}: the order differs")

@@ -1300,8 +1300,8 @@ def pack(obj: object, *, skip_fields: Iterable[str] | None = None, allow_pickle:
     each larger tensor is a buffer of its own: a ``memoryview`` of its CPU
     memory, which keeps the tensor alive as long as the view (a GPU tensor
     is copied to the CPU first).  The view is numpy's, so torch refuses to
-    resize that storage from then on (``resize_`` raises, and leaves the
-    tensor with the new shape over the old storage: do not read it after).
+    resize that storage while the view lives (``resize_`` raises, and leaves
+    the tensor with the new shape over the old storage: do not read it after).
     *skip_fields* leaves more fields out, as in ``asdict_zerocopy``.
 
     A value that is not plain data (see the module's docstring) raises
