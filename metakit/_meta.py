@@ -259,12 +259,8 @@ def _calls_hold(cls: type, layout: Layout) -> bool:
 
 
 def _recheck_calls(cls: type) -> None:
-    """``__init__`` or ``__new__`` of *cls* changed: new methods for each class that ``replace`` would call wrongly.
-
-    ``replace`` passes arguments by position only while that binds them as
-    keywords would (see ``_fields``): in *cls*, and in the classes below it,
-    which may inherit its ``__init__`` and share its methods.
-    """
+    """``__init__`` or ``__new__`` of *cls* changed: new methods for each class, *cls* or below it, that
+    ``replace`` would now call wrongly (by position where that no longer binds as keywords do: see ``_fields``)."""
     for member in _family(cls):
         methods = getattr(member, STATE, None)  # its own, or those it shares with the dataclass above it
         if type(methods) is GeneratedMethods and not _calls_hold(member, methods.layout):
@@ -275,10 +271,8 @@ def _install(cls: type) -> None:
     """Give the dataclass *cls* generated methods for its own fields."""
     namespace = cls.__dict__
     old = namespace.get(STATE)
-    # Methods made before for other fields (those an undecorated subclass of
-    # a plain dataclass inherits, before its decorator adds its own; or a
-    # name ``slots=True`` changed since) stay in place until the new ones
-    # take their places, so that no thread finds a method missing meanwhile.
+    # Methods made before for other fields (an undecorated subclass's, or under a name ``slots=True``
+    # changed since) stay until the new ones take their places: no thread finds a method missing.
     previous = (old.asdict, old.astuple, old.replace) if type(old) is GeneratedMethods else ()
     methods = generate(namespace.get("__module__"), cls.__qualname__, layout_of(cls))
     _set(cls, STATE, methods)
@@ -298,10 +292,9 @@ def _install(cls: type) -> None:
 def _changed(cls: type) -> None:
     """Apply the rules again to *cls* and to every class below it: a user changed one of its methods.
 
-    Each class is decided as its bases will be when all is done, so from the
-    top down.  The generated methods that go are taken away from the top
-    down too, and those that come back are put back from the bottom up: no
-    class ever inherits a base's generated method in place of its own.
+    Each class is decided as its bases will be when all is done, from the top down; generated methods go
+    from the top down and come back from the bottom up, so that no class ever inherits a base's generated
+    method in place of its own.
     """
     family = _family(cls)
     coming_back: set[tuple[int, str]] = set()
