@@ -703,7 +703,7 @@ class OwnBuffer(NamedTuple):
     def span(self) -> torch.Tensor:
         """Its bytes, as a flat ``uint8`` tensor: a view of its memory, or of the copy made now (not while
         packing: a broadcast refuses a record over ``max_bytes`` before it copies anything)."""
-        return _span(self.tensor if self.dense else _plain(self.tensor).contiguous())
+        return _span(self.tensor if self.dense else _contiguous(self.tensor))
 
 
 class Outgoing(NamedTuple):
@@ -1244,6 +1244,14 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 def _plain(tensor: torch.Tensor) -> torch.Tensor:
     """*tensor*'s values with no autograd history and no lazy conjugation or negation."""
     return tensor.detach().resolve_conj().resolve_neg()
+
+
+def _contiguous(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of *tensor*'s values, copied as integers of its item size, as ``fill`` copies: torch
+    has no copy kernel for the sub-byte dtypes, and the bytes of any other travel as they lie."""
+    plain = _plain(tensor)
+    carrier = _CARRIERS.get(plain.element_size())
+    return plain.contiguous() if carrier is None else plain.view(carrier).contiguous()
 
 
 def _span(tensor: torch.Tensor) -> torch.Tensor:
