@@ -407,11 +407,13 @@ _RUN_TIME_FIELD: Final = "run-time field"
 
 Under ``from __future__ import annotations`` an annotation written in
 quotes, ``x: "ClassVar[int]"``, is quoted again at run time
-(``"'ClassVar[int]'"``), and ``dataclasses`` reads neither kind in quotes.
+(``"'ClassVar[int]'"``), and ``dataclasses`` reads neither kind in quotes;
+nor inside ``Annotated[InitVar[int], ...]``, which mypy reads as an ``InitVar``.
 A class with such a name, and every class below it, keeps the declared types.
 """
 NOT_FIELDS: Final = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
 """Annotations of what ``dataclasses`` takes for no field, where it can read them as such."""
+_ANNOTATED: Final = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 
 
 def _declared_fields(ctx: ClassDefContext) -> dict[str, str]:
@@ -428,7 +430,8 @@ def _declared_fields(ctx: ClassDefContext) -> dict[str, str]:
         lvalue, rvalue = stmt.lvalues[0], stmt.rvalue
         if not isinstance(lvalue, NameExpr):
             continue
-        if quoted_again and _quoted_not_field(ctx.api, stmt.unanalyzed_type):
+        annotation = stmt.unanalyzed_type
+        if (quoted_again and _quoted_not_field(ctx.api, annotation)) or _annotated_not_field(ctx.api, annotation):
             declared[lvalue.name] = _RUN_TIME_FIELD
         else:
             declared[lvalue.name] = _field_status(rvalue)
@@ -439,8 +442,25 @@ def _quoted_not_field(api: SemanticAnalyzerPluginInterface, annotation: Type | N
     """Whether *annotation*, as written, is a ``ClassVar[...]`` or ``InitVar[...]`` in quotes."""
     if not isinstance(annotation, UnboundType) or annotation.original_str_expr is None:
         return False
+    return _full_name(api, annotation) in NOT_FIELDS
+
+
+def _annotated_not_field(api: SemanticAnalyzerPluginInterface, annotation: Type | None) -> bool:
+    """Whether *annotation*, as written, is an ``Annotated[...]`` of a ``ClassVar[...]`` or ``InitVar[...]``."""
+    if not isinstance(annotation, UnboundType) or not annotation.args:
+        return False
+    inner = annotation.args[0]
+    return (
+        _full_name(api, annotation) in _ANNOTATED
+        and isinstance(inner, UnboundType)
+        and _full_name(api, inner) in NOT_FIELDS
+    )
+
+
+def _full_name(api: SemanticAnalyzerPluginInterface, annotation: UnboundType) -> str | None:
+    """The full name of what *annotation*'s name refers to, if it refers to something."""
     sym = api.lookup_qualified(annotation.name, annotation, suppress_errors=True)
-    return sym is not None and sym.node is not None and sym.node.fullname in NOT_FIELDS
+    return None if sym is None or sym.node is None else sym.node.fullname
 
 
 def _field_status(rvalue: Expression) -> str:

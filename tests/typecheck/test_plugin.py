@@ -289,10 +289,11 @@ def test_expected_typed_dicts_are_what_runs(case_modules: None) -> None:
 
 def test_quoted_class_vars_and_init_vars_are_fields_at_run_time(case_modules: None) -> None:
     """What quoted_annotations.py keeps the declared types for: in quotes, under ``from __future__ import
-    annotations``, a ``ClassVar`` or ``InitVar`` is a field at run time; without them, neither is."""
+    annotations``, or inside ``Annotated``, a ``ClassVar`` or ``InitVar`` is a field at run time; else neither is."""
     quoted = importlib.import_module("quoted_annotations")
     assert quoted.Quoted(1).asdict_zerocopy() == {"a": 1, "label": "x"}
     assert quoted.QuotedInitVar(1).asdict_zerocopy() == {"a": 1, "scale": 1}
+    assert quoted.AnnotatedInitVar(1).astuple_zerocopy() == (1, 1)
     assert quoted.Below(1).astuple_zerocopy() == (1, "x", 0)
     assert quoted.Unquoted(1).astuple_zerocopy() == (1,)
 
