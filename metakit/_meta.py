@@ -1,28 +1,20 @@
-"""``ZeroCopyFields`` and ``ZeroCopy``: where a class gets its generated
-methods, and the registry of the classes made.
+"""``ZeroCopyFields`` and ``ZeroCopy``: where a class gets its generated methods, and the registry of the classes made.
 
-This module acts when classes are made and changed; what a call does at run
-time is in ``_functions``.  The rules it keeps, for each method name
-(``asdict_zerocopy``, ``astuple_zerocopy``, ``__replace__``):
+This module acts when classes are made and changed; what a call does at run time is in ``_functions``.  The
+rules it keeps, for each method name (``asdict_zerocopy``, ``astuple_zerocopy``, ``__replace__``):
 
-1. A value that a user put on a class (in its body, or assigned later) is
-   never replaced.  A class that inherits such a method gets no generated
-   one; except ``__replace__`` from 3.13 on, where ``dataclasses`` gives every
-   dataclass its own.
-2. Where a call on an instance can reach a user's method (its class has one,
-   or inherits one), each generated method of the class's bases is replaced
-   by a forwarder (``_forwarder``): a call goes on as it would if metakit's
-   methods were not there, to the next user's method in the instance's MRO,
-   or else to the generated code of the instance's own class.  So
-   ``super().asdict_zerocopy()`` in an override returns the instance's
-   fields, not a base's, and a generated method of one base never hides a
-   user's method inherited through another.
-3. The rules hold however the methods came to be: at class creation, on
-   assignment to a class, and on ``del``.
+1. A value that a user put on a class (in its body, or assigned later) is never replaced.  A class that
+   inherits such a method gets no generated one; except ``__replace__`` from 3.13 on, where ``dataclasses``
+   gives every dataclass its own.
+2. Where a call on an instance can reach a user's method (its class has one, or inherits one), each generated
+   method of the class's bases is replaced by a forwarder (``_forwarder``): a call goes on as it would if
+   metakit's methods were not there, to the next user's method in the instance's MRO, or else to the generated
+   code of the instance's own class.  So ``super().asdict_zerocopy()`` in an override returns the instance's
+   fields, not a base's, and a generated method of one base never hides a user's method inherited through another.
+3. The rules hold however the methods came to be: at class creation, on assignment to a class, and on ``del``.
 
-Each change to a class that the rules act on happens under ``LOCK``, with
-what the rules make of it: threads that make classes, or change them, do so
-one after the other, so that none decides from what another has half done.
+Each change to a class that the rules act on happens under ``LOCK``, with what the rules make of it: threads
+that make classes, or change them, do so one after the other, so that none decides from what another has half done.
 """
 
 from __future__ import annotations
@@ -38,7 +30,7 @@ from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
 from metakit._combined import PROBE, check_cooperates, cooperating, probed
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
-from metakit._overrides import DISOWNED, DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing
+from metakit._overrides import DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing, reown_replace
 from metakit._source import label_of, unwritable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -72,15 +64,13 @@ _WATCHED: Final = frozenset(
 class ZeroCopyFields(type):
     """Metaclass that gives each dataclass it creates generated conversions.
 
-    Any class it creates that is, or later becomes, a dataclass gets an
-    ``asdict_zerocopy``, an ``astuple_zerocopy`` and a ``__replace__``
-    written for its own fields, unless the class defines or inherits a
-    method of that name that a user wrote (but for an inherited
-    ``__replace__`` from 3.13 on, where ``dataclasses`` gives every
-    dataclass its own).  Nothing else about the class changes.
+    Any class it creates that is, or later becomes, a dataclass gets an ``asdict_zerocopy``, an
+    ``astuple_zerocopy`` and a ``__replace__`` written for its own fields, unless the class defines or inherits
+    a method of that name that a user wrote (but for an inherited ``__replace__`` from 3.13 on, where
+    ``dataclasses`` gives every dataclass its own).  Nothing else about the class changes.
 
-    Most code inherits ``ZeroCopy`` rather than naming the metaclass.  To
-    combine it with another metaclass, derive from both, in either order::
+    Most code inherits ``ZeroCopy`` rather than naming the metaclass.  To combine it with another metaclass,
+    derive from both, in either order::
 
         class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta): ...
     """
@@ -158,11 +148,9 @@ _changes = 0
 def _settle(cls: type, before: int) -> None:
     """Apply the rules again to *cls* and the classes below it: a change came while they were applied.
 
-    Under ``LOCK`` no other thread can change a class; but the same thread
-    can, in the middle of the work: a finalizer that the garbage collector
-    runs there, a signal handler or a profiler.  What the rules decided for
-    *cls* before that change may no longer hold, so they decide again, from
-    the classes as they are now, until no change comes in between.
+    Under ``LOCK`` no other thread can change a class; but the same thread can, in the middle of the work: a
+    finalizer that the garbage collector runs there, a signal handler or a profiler.  What the rules decided
+    for *cls* before that may no longer hold, so they decide again until no change comes in between.
     """
     while _changes != before:
         before = _changes
@@ -176,23 +164,22 @@ def _needs_methods_of_its_own(cls: type, namespace: Mapping[str, Any]) -> bool:
         # ``@dataclass(slots=True)`` makes a new class from the old one's
         # namespace, fields included (and then sets its __qualname__).
         return True
+    inherited = None
     for base in cls.__mro__[1:]:  # read from their dicts: a metaclass's __getattr__ runs no code here
+        inherited = inherited or base.__dict__.get(STATE)
         if holds_fields(base.__dict__):
             break
     else:
         return False
-    # An undecorated subclass of a dataclass from outside metakit; or of a
-    # metakit dataclass, whose fields and methods it shares unless it is
-    # called otherwise than ``replace`` would call it.
-    inherited = getattr(cls, STATE, None)
+    # An undecorated subclass of a dataclass.  It shares the methods made for the fields it inherits (that
+    # dataclass's, or a class's between), unless it is called otherwise than ``replace`` would call it.
     return type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout)
 
 
 def holds_fields(namespace: Mapping[str, Any]) -> bool:
     """Whether *namespace* is a dataclass's: it holds the dict of its fields.
 
-    Any other value under that name is the default of a field so named,
-    which ``dataclasses`` sets on the class before it sets the fields.
+    Any other value under that name is the default of a field so named, which ``dataclasses`` sets first.
     """
     return type(namespace.get("__dataclass_fields__")) is dict
 
@@ -201,23 +188,8 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
     """The rules for *cls*, whose attribute *name* was just set (*users*: to a user's method)."""
     namespace = cls.__dict__
     if name == "__dataclass_fields__":
-        # ``dataclasses`` sets this once every field is known: the moment a
-        # class becomes a dataclass.  Where it writes ``__init__`` next, the
-        # methods wait for it, since ``replace`` calls it (see below).
-        if not holds_fields(namespace):
-            return
-        DISOWNED.pop(id(cls), None)  # made a dataclass again: it gets a __replace__ of its own again
-        params = namespace.get("__dataclass_params__")
-        if (
-            "__init__" in namespace
-            or not getattr(params, "init", False)
-            # A name that cannot be written into source: say so now, before
-            # ``dataclasses`` fails to compile its ``__init__`` with it.
-            or unwritable(namespace["__dataclass_fields__"]) is not None
-        ):
-            _install(cls)
-        elif STATE in namespace:  # methods for other fields, made before: not theirs to serve
-            _drop_methods(cls)
+        if holds_fields(namespace):
+            _fields_set(cls)
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = namespace.get(STATE)
@@ -234,11 +206,31 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
             _install(cls)  # written by dataclasses, which set the fields just before
         else:
             _recheck_calls(cls)
-    elif users or STATE in namespace or type.__subclasses__(cls):
+    else:
         # A method name: a user's method, or one the rules take for metakit's
         # (such as ``dataclasses``' generic ``__replace__``, which the generated
         # one replaces).  A class with no methods nor subclasses yet waits.
-        _changed(cls)
+        if name == REPLACE:
+            reown_replace(cls)
+        if users or STATE in namespace or type.__subclasses__(cls):
+            _changed(cls)
+
+
+def _fields_set(cls: type) -> None:
+    """The rules for *cls*, which just became a dataclass, or a dataclass of other fields.
+
+    ``dataclasses`` sets the fields once every one is known.  Where it writes ``__init__`` next, which
+    ``replace`` calls, a class with no methods waits for it; one with methods for other fields gets new ones
+    now, checked again then (a decoration may fail, or a user set the fields).  A name that cannot be written
+    into source is refused now, before ``dataclasses`` fails to compile its ``__init__`` with it.
+    """
+    namespace = cls.__dict__
+    init_next = "__init__" not in namespace and getattr(namespace.get("__dataclass_params__"), "init", False)
+    if init_next and unwritable(namespace["__dataclass_fields__"]) is None:
+        if STATE not in namespace:
+            return
+        _drop_methods(cls)  # first, so that the new code takes the class's own file name
+    _install(cls)
 
 
 def _decide_again(cls: type) -> None:
@@ -268,7 +260,23 @@ def _recheck_calls(cls: type) -> None:
 
 
 def _install(cls: type) -> None:
-    """Give the dataclass *cls* generated methods for its own fields."""
+    """Give the dataclass *cls* generated methods for its own fields, and each class below it that has
+    methods of its own for the fields it inherits new ones."""
+    _generate(cls)
+    if type.__subclasses__(cls):
+        family = _family(cls)
+        for member in family[1:]:
+            if STATE in member.__dict__ and not holds_fields(member.__dict__):
+                _generate(member)  # the fields it inherits may be those that changed
+        # Overrides below may reach the new methods through ``super()`` (rule 2),
+        # and classes below that share them may be called otherwise.
+        for member in family:
+            guard_bases(member)
+        _recheck_calls(cls)
+
+
+def _generate(cls: type) -> None:
+    """Give *cls* generated methods for its fields, in the places that the rules give them."""
     namespace = cls.__dict__
     old = namespace.get(STATE)
     # Methods made before for other fields (an undecorated subclass's, or under a name ``slots=True``
@@ -281,12 +289,6 @@ def _install(cls: type) -> None:
         _delete(cls, name)
     for name, generated in wanted:
         _set(cls, name, generated)
-    if type.__subclasses__(cls):
-        # Overrides below may reach the new methods through ``super()`` (rule 2),
-        # and classes below that share them may be called otherwise.
-        for member in _family(cls):
-            guard_bases(member)
-        _recheck_calls(cls)
 
 
 def _changed(cls: type) -> None:
@@ -348,9 +350,8 @@ def _drop_methods(cls: type) -> None:
 def zerocopy_classes() -> list[type]:
     """The live classes created by ``ZeroCopyFields``, oldest first.
 
-    They are held weakly: a class that is no longer used drops out.  The
-    class that ``@dataclass(slots=True)`` replaces by a new one is not
-    listed.
+    They are held weakly: a class that is no longer used drops out.  The class that
+    ``@dataclass(slots=True)`` replaces by a new one is not listed.
     """
     classes = [cls for ref in _registry.copy().values() if (cls := ref()) is not None]
     # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.
@@ -370,8 +371,8 @@ class ZeroCopy(metaclass=ZeroCopyFields):
 
         meta.asdict_zerocopy()  # {'is_prompt': ..., 'slot_mapping': <the same tensor>}
 
-    The methods below are what a dataclass gets, written for its fields.  On
-    a class that is not a dataclass they raise ``TypeError``.
+    The methods below are what a dataclass gets, written for its fields.  On a class that is not a
+    dataclass they raise ``TypeError``.
     """
 
     __slots__ = ()
@@ -381,10 +382,9 @@ class ZeroCopy(metaclass=ZeroCopyFields):
     def asdict_zerocopy(self, skip_fields: Any = None) -> dict[str, Any]:
         """A new dict of this instance's fields, holding the very same objects.
 
-        Its keys are the names in ``dataclasses.fields(self)``, in that order,
-        without ``OMIT`` fields and without the names in *skip_fields*.  Its
-        values are never copied.  A name in *skip_fields* that is not a field
-        raises ``ValueError``.
+        Its keys are the names in ``dataclasses.fields(self)``, in that order, without ``OMIT`` fields and
+        without the names in *skip_fields*.  Its values are never copied.  A name in *skip_fields* that is not
+        a field raises ``ValueError``.
         """
         return instance_methods(self, ASDICT).asdict(self, skip_fields)
 

@@ -125,6 +125,13 @@ def disown_replace(cls: type) -> None:
     DISOWNED[key] = weakref.ref(cls, lambda _, key=key: DISOWNED.pop(key, None))  # type: ignore[misc]
 
 
+def reown_replace(cls: type) -> None:
+    """Note that *cls*'s ``__replace__`` was set: to ``dataclasses``' own (3.13+), by a new decoration, it owns
+    one again, whatever a user deleted before."""
+    if cls.__dict__.get(REPLACE) is _DATACLASSES_REPLACE:
+        DISOWNED.pop(id(cls), None)
+
+
 def placing(
     cls: type, methods: GeneratedMethods, coming_back: Set[tuple[int, str]], previous: tuple[object, ...] = ()
 ) -> tuple[list[str], list[tuple[str, object]]]:

@@ -992,6 +992,130 @@ def test_an_undecorated_subclass_follows_the_fields_of_bases_set_later():
         Undecorated().asdict_zerocopy()
 
 
+def _fields_of(obj):
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if not is_omitted(f)}
+
+
+def _copied_fields(cls, **metadata):
+    """A new ``__dataclass_fields__`` for *cls*: copies of its fields, those named in *metadata* given it."""
+    fields = {name: copy.copy(f) for name, f in cls.__dataclass_fields__.items()}
+    for name, value in metadata.items():
+        fields[name].metadata = value
+    return fields
+
+
+@pytest.mark.parametrize("kw_only", [False, True])
+def test_an_undecorated_subclass_whose_fields_come_from_a_plain_dataclass_converts_those(kw_only):
+    # (Found by an outside tester: with a plain dataclass first, the class shared the ZeroCopy base's
+    # methods, made for that base's fields, where a keyword-only field let ``replace`` call it.)
+    @dataclass
+    class Plain:
+        a: int = 1
+
+    @dataclass
+    class Meta(ZeroCopy):
+        b: int = field(default=2, kw_only=kw_only)
+
+    class Both(Plain, Meta):  # its fields are Plain's: dataclasses.fields(Both) is [a]
+        pass
+
+    obj = Both()
+    assert obj.asdict_zerocopy() == metakit.asdict_zerocopy(obj) == _fields_of(obj) == {"a": 1}
+    assert obj.astuple_zerocopy() == (1,)
+    _assert_replace_like_dataclasses(obj, a=5)
+
+
+@pytest.mark.parametrize("how", ["new fields", "decorated again"])
+def test_an_undecorated_subclass_with_an_init_of_its_own_follows_new_fields_of_its_base(how):
+    # (Found by an outside tester: its methods of its own stayed those made for the old fields.)
+    @dataclass
+    class C(ZeroCopy):
+        a: int
+        b: int = 0
+
+    class D(C):
+        def __init__(self, b=0, a=0):  # not in field order: D needs methods of its own
+            self.a, self.b = a, b
+
+    assert D(a=1, b=2).asdict_zerocopy() == {"a": 1, "b": 2}
+    if how == "new fields":
+        C.__dataclass_fields__ = _copied_fields(C, b=OMIT)
+    else:
+        C.__annotations__["c"] = int
+        C.c = 5
+        dataclass(C)
+    obj = D(a=1, b=2)
+    assert obj.asdict_zerocopy() == metakit.asdict_zerocopy(obj) == _fields_of(obj)
+    assert obj.astuple_zerocopy() == tuple(_fields_of(obj).values())
+    _assert_replace_like_dataclasses(obj, b=3)
+
+
+def test_new_fields_of_a_dataclass_with_no_init_of_its_own_get_methods_of_its_own():
+    # (Found by an outside tester: it dropped its methods, waiting for dataclasses to write an __init__
+    # that never came, and so ran its base's, which left its own fields out.)
+    @dataclass
+    class A(ZeroCopy):
+        a: int = 1
+
+    @dataclass
+    class B(A):
+        b: int = 2
+
+    del B.__init__  # A's now: it sets a alone
+    B.__dataclass_fields__ = _copied_fields(B)
+    obj = B()
+    obj.b = 2
+    assert obj.asdict_zerocopy() == metakit.asdict_zerocopy(obj) == {"a": 1, "b": 2}
+    assert obj.astuple_zerocopy() == (1, 2)
+
+
+def test_a_decoration_that_fails_after_setting_the_fields_leaves_methods_for_them():
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+
+        def __init__(self, **given):
+            for name, value in given.items():
+                setattr(self, name, value)
+
+    @dataclass(init=False)
+    class C(Base):
+        b: int = 2
+
+    C.__annotations__["c"] = int  # no default, after fields with one: dataclasses fails to write __init__
+    with pytest.raises(TypeError, match="non-default argument 'c'"):
+        dataclass(C)
+    obj = C(a=5, b=6, c=7)
+    assert [f.name for f in dataclasses.fields(obj)] == ["a", "b", "c"]
+    assert obj.asdict_zerocopy() == {"a": 5, "b": 6, "c": 7}
+    _assert_replace_like_dataclasses(obj, a=0)
+
+
+def test_new_fields_do_not_bring_back_a_replace_that_a_user_deleted():
+    # (Found by an outside tester, on 3.13+: new fields were taken for a new decoration, which writes a
+    # __replace__ of the class's own.)
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 1
+
+        def __replace__(self, /, **changes):
+            return ("the user's", super().__replace__(**changes))
+
+    @dataclass
+    class Sub(Base):
+        b: int = 2
+
+    writes_replace = sys.version_info >= (3, 13)  # dataclasses gives each class its own from 3.13 on
+    if writes_replace:
+        assert Sub().__replace__(a=5) == Sub(a=5)
+        del Sub.__replace__  # now Base's, the user's, as without metakit
+    assert Sub().__replace__(a=5) == ("the user's", Sub(a=5))
+    Sub.__dataclass_fields__ = _copied_fields(Sub)
+    assert Sub().__replace__(a=5) == ("the user's", Sub(a=5))
+    dataclass(Sub)  # decorated again: from 3.13 on, dataclasses writes Sub's own, as without metakit
+    assert Sub().__replace__(a=5) == (Sub(a=5) if writes_replace else ("the user's", Sub(a=5)))
+
+
 def test_plain_subclass_decorated_later_gets_its_own_fields():
     # DESIGN: "Every class it creates that is, or becomes, a dataclass gets ... written for its own fields."
     @dataclass
