@@ -30,7 +30,7 @@ from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
 from metakit._combined import PROBE, check_cooperates, cooperating, probed
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
-from metakit._overrides import DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing, reown_replace
+from metakit._overrides import DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing
 from metakit._source import label_of, unwritable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -164,15 +164,16 @@ def _needs_methods_of_its_own(cls: type, namespace: Mapping[str, Any]) -> bool:
         # ``@dataclass(slots=True)`` makes a new class from the old one's
         # namespace, fields included (and then sets its __qualname__).
         return True
-    inherited = None
-    for base in cls.__mro__[1:]:  # read from their dicts: a metaclass's __getattr__ runs no code here
-        inherited = inherited or base.__dict__.get(STATE)
+    mro = cls.__mro__
+    for at, base in enumerate(mro[1:], 1):  # read from their dicts: a metaclass's __getattr__ runs no code here
         if holds_fields(base.__dict__):
+            up_to_fields = mro[1 : at + 1]
             break
     else:
         return False
     # An undecorated subclass of a dataclass.  It shares the methods made for the fields it inherits (that
     # dataclass's, or a class's between), unless it is called otherwise than ``replace`` would call it.
+    inherited = next((base.__dict__[STATE] for base in up_to_fields if STATE in base.__dict__), None)
     return type(inherited) is not GeneratedMethods or not _calls_hold(cls, inherited.layout)
 
 
@@ -188,8 +189,18 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
     """The rules for *cls*, whose attribute *name* was just set (*users*: to a user's method)."""
     namespace = cls.__dict__
     if name == "__dataclass_fields__":
-        if holds_fields(namespace):
-            _fields_set(cls)
+        # ``dataclasses`` sets the fields once every one is known.  Where it writes ``__init__`` next, which
+        # ``replace`` calls, a class with no methods waits for it; one with methods for other fields gets new
+        # ones now, checked again then (a decoration may fail, or a user set the fields).  A name that cannot
+        # be written into source is refused now, before ``dataclasses`` fails to compile its ``__init__``.
+        if not holds_fields(namespace):
+            return
+        init_next = "__init__" not in namespace and getattr(namespace.get("__dataclass_params__"), "init", False)
+        if init_next and unwritable(namespace["__dataclass_fields__"]) is None:
+            if STATE not in namespace:
+                return
+            _drop_methods(cls)  # first, so that the new code takes the class's own file name
+        _install(cls)
     elif name == "__qualname__":
         # ``slots=True`` names its new class only after making it.
         methods = namespace.get(STATE)
@@ -206,31 +217,11 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
             _install(cls)  # written by dataclasses, which set the fields just before
         else:
             _recheck_calls(cls)
-    else:
+    elif users or STATE in namespace or type.__subclasses__(cls):
         # A method name: a user's method, or one the rules take for metakit's
         # (such as ``dataclasses``' generic ``__replace__``, which the generated
         # one replaces).  A class with no methods nor subclasses yet waits.
-        if name == REPLACE:
-            reown_replace(cls)
-        if users or STATE in namespace or type.__subclasses__(cls):
-            _changed(cls)
-
-
-def _fields_set(cls: type) -> None:
-    """The rules for *cls*, which just became a dataclass, or a dataclass of other fields.
-
-    ``dataclasses`` sets the fields once every one is known.  Where it writes ``__init__`` next, which
-    ``replace`` calls, a class with no methods waits for it; one with methods for other fields gets new ones
-    now, checked again then (a decoration may fail, or a user set the fields).  A name that cannot be written
-    into source is refused now, before ``dataclasses`` fails to compile its ``__init__`` with it.
-    """
-    namespace = cls.__dict__
-    init_next = "__init__" not in namespace and getattr(namespace.get("__dataclass_params__"), "init", False)
-    if init_next and unwritable(namespace["__dataclass_fields__"]) is None:
-        if STATE not in namespace:
-            return
-        _drop_methods(cls)  # first, so that the new code takes the class's own file name
-    _install(cls)
+        _changed(cls)
 
 
 def _decide_again(cls: type) -> None:
@@ -260,35 +251,30 @@ def _recheck_calls(cls: type) -> None:
 
 
 def _install(cls: type) -> None:
-    """Give the dataclass *cls* generated methods for its own fields, and each class below it that has
-    methods of its own for the fields it inherits new ones."""
-    _generate(cls)
-    if type.__subclasses__(cls):
-        family = _family(cls)
-        for member in family[1:]:
-            if STATE in member.__dict__ and not holds_fields(member.__dict__):
-                _generate(member)  # the fields it inherits may be those that changed
+    """Give the dataclass *cls* generated methods for its own fields; and each class below it that has
+    methods of its own for the fields it inherits, new ones (they may be the fields that changed)."""
+    family = _family(cls) if type.__subclasses__(cls) else [cls]
+    for member in family:
+        namespace = member.__dict__
+        if member is not cls and (STATE not in namespace or holds_fields(namespace)):
+            continue
+        old = namespace.get(STATE)
+        # Methods made before for other fields (an undecorated subclass's, or under a name ``slots=True``
+        # changed since) stay until the new ones take their places: no thread finds a method missing.
+        previous = (old.asdict, old.astuple, old.replace) if type(old) is GeneratedMethods else ()
+        methods = generate(namespace.get("__module__"), member.__qualname__, layout_of(member))
+        _set(member, STATE, methods)
+        gone, wanted = placing(member, methods, frozenset(), previous)
+        for name in gone:
+            _delete(member, name)
+        for name, generated in wanted:
+            _set(member, name, generated)
+    if len(family) > 1:
         # Overrides below may reach the new methods through ``super()`` (rule 2),
         # and classes below that share them may be called otherwise.
         for member in family:
             guard_bases(member)
         _recheck_calls(cls)
-
-
-def _generate(cls: type) -> None:
-    """Give *cls* generated methods for its fields, in the places that the rules give them."""
-    namespace = cls.__dict__
-    old = namespace.get(STATE)
-    # Methods made before for other fields (an undecorated subclass's, or under a name ``slots=True``
-    # changed since) stay until the new ones take their places: no thread finds a method missing.
-    previous = (old.asdict, old.astuple, old.replace) if type(old) is GeneratedMethods else ()
-    methods = generate(namespace.get("__module__"), cls.__qualname__, layout_of(cls))
-    _set(cls, STATE, methods)
-    gone, wanted = placing(cls, methods, frozenset(), previous)
-    for name in gone:
-        _delete(cls, name)
-    for name, generated in wanted:
-        _set(cls, name, generated)
 
 
 def _changed(cls: type) -> None:

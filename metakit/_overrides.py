@@ -125,13 +125,6 @@ def disown_replace(cls: type) -> None:
     DISOWNED[key] = weakref.ref(cls, lambda _, key=key: DISOWNED.pop(key, None))  # type: ignore[misc]
 
 
-def reown_replace(cls: type) -> None:
-    """Note that *cls*'s ``__replace__`` was set: to ``dataclasses``' own (3.13+), by a new decoration, it owns
-    one again, whatever a user deleted before."""
-    if cls.__dict__.get(REPLACE) is _DATACLASSES_REPLACE:
-        DISOWNED.pop(id(cls), None)
-
-
 def placing(
     cls: type, methods: GeneratedMethods, coming_back: Set[tuple[int, str]], previous: tuple[object, ...] = ()
 ) -> tuple[list[str], list[tuple[str, object]]]:
@@ -147,6 +140,8 @@ def placing(
     wanted: list[tuple[str, object]] = []
     for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
         own = namespace.get(name, _ABSENT)
+        if own is _DATACLASSES_REPLACE and DISOWNED:
+            DISOWNED.pop(id(cls), None)  # written by a new decoration: the class owns one again
         # (``previous`` by identity: a user's value may define ``__eq__``.)
         if not (own is _ABSENT or own is generated or is_ours(namespace, name, own) or any(own is f for f in previous)):
             continue  # a user's method: never replaced
