@@ -309,7 +309,7 @@ def _foreign_owner(module: types.ModuleType) -> str | None:
     top = module.__name__.partition(".")[0]
     if top in sys.stdlib_module_names:
         return "the standard library"
-    origin = getattr(module, "__file__", None)
+    origin = vars(module).get("__file__")  # never asked of a module __getattr__ (PEP 562)
     if origin is None:
         return None
     path = Path(origin).resolve()

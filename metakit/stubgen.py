@@ -161,7 +161,7 @@ def write_stub(stub: str, directory: Path, module: types.ModuleType) -> Path:
 def stub_path(directory: Path, module: types.ModuleType) -> Path:
     """Where the stub of *module* goes under *directory*."""
     parts = module.__name__.split(".")
-    if hasattr(module, "__path__"):  # a package
+    if "__path__" in vars(module):  # a package
         parts.append("__init__")
     return directory.joinpath(*parts).with_suffix(".pyi")
 
@@ -216,10 +216,12 @@ class _Source(NamedTuple):
 
     @classmethod
     def read(cls, module: types.ModuleType) -> _Source:
-        if getattr(module, "__file__", None) is None:
+        # Read from the module's dict: a module ``__getattr__`` (PEP 562) would be asked for a name it lacks.
+        namespace = vars(module)
+        if namespace.get("__file__") is None:
             kind = (
                 "a namespace package"
-                if hasattr(module, "__path__")
+                if "__path__" in namespace
                 else "a built-in module"
                 if module.__name__ in sys.builtin_module_names
                 else "a module made at run time"
@@ -228,7 +230,7 @@ class _Source(NamedTuple):
         path = inspect.getsourcefile(module)
         if path is None:
             raise TypeError(f"{module.__name__} has no source file")
-        runtime_all = getattr(module, "__all__", None)  # after any ``__all__ +=``
+        runtime_all = namespace.get("__all__")  # after any ``__all__ +=``
         source = StubSource(module.__name__, path, list(runtime_all) if runtime_all is not None else None)
         options = Options()
         options.python_version = sys.version_info[:2]
@@ -239,7 +241,7 @@ class _Source(NamedTuple):
         assert source.ast is not None
         for node, _, _ in _statements(source.ast.defs):
             if isinstance(node, ImportFrom) and node.relative:  # the stub may sit apart from its package
-                package = hasattr(module, "__path__")
+                package = "__path__" in namespace
                 node.id, _ = correct_relative_import(module.__name__, node.relative, node.id, package)
                 node.relative = 0
         references = find_referenced_names(source.ast)
@@ -704,7 +706,7 @@ def _type_of_value(value: Expression | None) -> str:
 def _imported_in(func: FuncDef, module: types.ModuleType) -> dict[str, tuple[str, str]]:
     """The names that imports inside *func* bind: each one's full name, and the module a stub imports for it."""
     found: dict[str, tuple[str, str]] = {}
-    package = hasattr(module, "__path__")
+    package = "__path__" in vars(module)
 
     def walk(block: Block) -> None:
         for stmt in block.body:

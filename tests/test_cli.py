@@ -514,6 +514,30 @@ def test_stubgen_of_a_module_whose_class_raises_on_lookup_writes_its_stub(cli, t
     assert "class Lazy(metaclass=LazyMeta)" in (tmp_path / "stubs" / "metakit_cli_odd.pyi").read_text()
 
 
+@pytest.mark.parametrize("package", [False, True], ids=["module", "package"])
+def test_stubgen_of_a_module_with_a_lazy_getattr_asks_it_for_nothing(cli, tmp_path, package):
+    # PEP 562: a module's __getattr__ runs for each name it lacks, such as __all__ or __path__; one that
+    # imports a submodule of each name it is asked for raised from stubgen (an outside tester).
+    source = (
+        "from dataclasses import dataclass\nfrom metakit import ZeroCopy\n\n"
+        "@dataclass\nclass Meta(ZeroCopy):\n    x: int\n\n"
+        "def __getattr__(name):\n    raise RuntimeError(f'asked for {name}')\n"
+    )
+    path = tmp_path / "metakit_cli_lazy"
+    if package:
+        path.mkdir()
+        (path / "__init__.py").write_text(source)
+    else:
+        path.with_suffix(".py").write_text(source)
+    try:
+        result = cli("stubgen", "metakit_cli_lazy", "-o", str(tmp_path / "stubs"))
+    finally:
+        sys.modules.pop("metakit_cli_lazy", None)
+    assert result.status == 0, result
+    stub = next((tmp_path / "stubs").rglob("*.pyi")).read_text()
+    assert "class MetaDict(" in stub
+
+
 @pytest.mark.parametrize(
     ("environment", "stdout", "error"),
     [
