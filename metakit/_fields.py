@@ -73,6 +73,18 @@ def required_init_vars(cls: type) -> list[str]:
     return [name for name, role in zip(layout.names, layout.roles, strict=True) if role == REQUIRED]
 
 
+def declared_in(cls: type, f: Field[Any]) -> type:
+    """The class in *cls*'s MRO that declared the field *f*, where its annotation was written: the first
+    from the top that holds that very ``Field`` (its dict read with no code of the class's run)."""
+    for klass in reversed(cls.__mro__):
+        if _CLASS_DICT(klass).get("__dataclass_fields__", {}).get(f.name) is f:
+            return klass
+    return cls
+
+
+_CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
+
+
 def as_text(name: str) -> str:
     """*name* as a plain ``str``: a subclass's ``__repr__`` or ``__format__`` must never write source."""
     return name if type(name) is str or not isinstance(name, str) else str.__str__(name)

@@ -47,6 +47,7 @@ from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import torch
 
+from metakit._fields import declared_in
 from metakit._meta import ZeroCopyFields
 
 Check = Callable[[object], bool]
@@ -879,21 +880,13 @@ _MODULE_DICT: Final[Any] = cast("Any", types.ModuleType).__dict__["__dict__"].__
 _CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
 
 
-def _owner(cls: type, f: Field[Any]) -> type:
-    """The class in *cls*'s MRO that declared the field *f* (the first that holds that very ``Field``)."""
-    for klass in reversed(cls.__mro__):
-        if _CLASS_DICT(klass).get("__dataclass_fields__", {}).get(f.name) is f:
-            return klass
-    return cls
-
-
 def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
     """Where the names in the annotation of the field *f* of *cls* are looked up: where it was written.
 
     The dicts are read as ``_attributes`` reads them: an object in ``sys.modules`` that is no module,
     or one whose ``__dict__`` is a property, runs no code of its own here.
     """
-    owner = _owner(cls, f)
+    owner = declared_in(cls, f)
     module = _CLASS_DICT(owner).get("__module__")
     home = _attributes(sys.modules.get(module)) if type(module) is str else None
     return (_CLASS_DICT(owner), home if home is not None else {}, builtins.__dict__)

@@ -44,7 +44,7 @@ import metakit
 from metakit import _functions
 from metakit._codegen import holds_generated
 from metakit._errors import describe
-from metakit._fields import ASDICT, ASTUPLE, REPLACE, is_omitted, required_init_vars, stranded
+from metakit._fields import ASDICT, ASTUPLE, REPLACE, declared_in, is_omitted, required_init_vars, stranded
 from metakit._overrides import reaches_metakit, users_methods
 
 __all__ = ["assert_zerocopy", "assert_zerocopy_class", "class_id", "zerocopy_classes_in"]
@@ -110,7 +110,7 @@ def assert_zerocopy_class(cls: type) -> None:
     dict of its own; an object of its own for any other.  Annotations are
     read as ``dataclasses`` left them, never evaluated: text by its outer
     names (``Optional[Dict[str, Tensor]]`` is a dict), each looked up in the
-    class's module (an alias ``TensorT = torch.Tensor`` is a tensor; a name
+    module of the class that declares the field (an alias ``TensorT = torch.Tensor`` is a tensor; a name
     imported only under ``TYPE_CHECKING`` is one only if it is ``Tensor``).
     ``ClassVar`` and ``InitVar`` pseudo-fields are not fields and get none.
     An abstract class has no instance: check its concrete subclasses.  A generic alias
@@ -324,9 +324,11 @@ def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
     """Set each field of *obj* to a new sentinel; return *notes* and one for each field that reads another value."""
     name = _name(cls)
     found: list[str] = []
-    kinds = _Kinds(cls)
+    kinds = {cls: _Kinds(cls)}
     for f in dataclasses.fields(cls):
-        sentinel = _sentinel(kinds.of(f.type), f"{name}.{f.name}")
+        owner = declared_in(cls, f)  # whose module the names in its annotation are looked up in
+        kind = (kinds.get(owner) or kinds.setdefault(owner, _Kinds(owner))).of(f.type)
+        sentinel = _sentinel(kind, f"{name}.{f.name}")
         try:
             object.__setattr__(obj, f.name, sentinel)
             value = getattr(obj, f.name)
@@ -373,7 +375,7 @@ class _Kinds:
     a tensor first, else its first list or dict; ``Annotated`` and ``Final``
     take what they wrap.  Text (``from __future__ import annotations``, a
     forward reference) is taken apart by its brackets, and each name in it
-    looked up in the class's module, and in the modules it names, as a
+    looked up in the module of the class that declared the field, and in the modules it names, as a
     dict is read: a name defined only under ``TYPE_CHECKING`` names a
     tensor if it is ``Tensor``, a list if ``list`` or ``List``, a dict if
     ``dict`` or ``Dict``.  Where torch was not imported, nothing is a tensor.
@@ -436,7 +438,7 @@ class _Kinds:
         return named
 
     def lookup(self, dotted: str) -> object:
-        """The object that the dotted name *dotted* names in the class's module, or ``None``."""
+        """The object that the dotted name *dotted* names in the module of the class, or ``None``."""
         first, *rest = dotted.split(".")
         found = self.namespace.get(first)
         for part in rest:

@@ -253,3 +253,36 @@ def test_a_fields_sentinel_follows_its_annotations_outer_type(annotation, expect
         assert seen[0] not in (list, dict, torch.Tensor)
     else:
         assert seen[0] is expected
+
+
+_BASE_ELSEWHERE = """
+from __future__ import annotations
+from dataclasses import dataclass
+from torch import Tensor as T
+from metakit import ZeroCopy
+
+@dataclass
+class Base(ZeroCopy):
+    slot_mapping: T
+"""
+
+_SUBCLASS_HERE = """
+from dataclasses import dataclass
+from metakit_base_elsewhere import Base
+
+@dataclass
+class Sub(Base):
+    def asdict_zerocopy(self, skip_fields=None):
+        return {name: value.clone() for name, value in super().asdict_zerocopy(skip_fields).items()}
+"""
+
+
+def test_a_field_declared_in_a_base_in_another_module_is_read_in_that_module(monkeypatch):
+    # (Found by an outside tester: the base's annotation text was looked up in the subclass's module, where
+    # its alias of Tensor is not, so the field got a plain sentinel and an override that copies passed.)
+    for name, source in [("metakit_base_elsewhere", _BASE_ELSEWHERE), ("metakit_sub_here", _SUBCLASS_HERE)]:
+        module = types.ModuleType(name)
+        monkeypatch.setitem(sys.modules, name, module)
+        exec(compile(source, f"<{name}>", "exec", dont_inherit=True), module.__dict__)
+    with pytest.raises(AssertionError, match=r"\['slot_mapping'\] is not the object the instance holds"):
+        assert_zerocopy_class(sys.modules["metakit_sub_here"].Sub)
