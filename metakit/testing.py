@@ -82,6 +82,8 @@ def assert_zerocopy(obj: object) -> None:
     set or list it is given unchanged.
     An override of ``astuple_zerocopy`` must return a tuple of the values
     that the instance's ``asdict_zerocopy()`` holds, in the same order.
+    No call may change the instance: set a field to another object, or
+    change what a list, a dict or a tensor in a field holds.
 
     Raises ``AssertionError`` that names the class, which of the two broke
     (the generated code or the override), the call and the difference.
@@ -526,7 +528,7 @@ class _Form(NamedTuple):
 _GENERATED = "the generated code"
 _MISSING = _Sentinel("for an attribute an instance lacks")
 _BARE_HINT = (
-    " (on a bare instance, whose fields hold sentinels; for code that needs real values,"
+    " (on an instance whose fields hold sentinels; for code that needs real values,"
     " check an instance you make with assert_zerocopy(obj))"
 )
 
@@ -546,6 +548,8 @@ class _Checker:
         # A field whose descriptor gives a new object on every read cannot be
         # compared by identity: its value is checked by type instead.
         self.unstable = {name for name in self.every if self._read(name) is not self.values[name]}
+        self.contents = {name: _contents(value) for name, value in self.values.items() if name not in self.unstable}
+        """What each field's list, dict or tensor holds, to see a call change it in place."""
         self.included = [f.name for f in self.fields if not is_omitted(f)]
         self.omitted = [f.name for f in self.fields if is_omitted(f)]
 
@@ -959,7 +963,42 @@ class _Checker:
                 call,
                 f"changed the instance's field {changed[0]!r}: a conversion must leave the record as it was",
             )
+        written = [name for name, held in self.contents.items() if held and not _holds_still(self.values[name], held)]
+        if written:
+            self.fail(
+                form.role,
+                call,
+                f"changed what the instance's field {written[0]!r} holds: a conversion must leave the record as it was",
+            )
         return result
+
+
+def _contents(value: object) -> tuple[tuple[object, ...], bytes] | None:
+    """What *value* holds, if it is a list, a dict (keys and values) or a tensor (its values' bytes, in
+    order), so that a call that changes it in place shows; ``None`` for anything else."""
+    if type(value) is list:
+        return tuple(value), b""
+    if type(value) is dict:
+        return tuple(item for pair in value.items() for item in pair), b""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    try:
+        flat = value.detach().reshape(-1)  # in the order of its elements, whatever its strides
+        return (), flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()
+    except Exception:  # sparse, nested or meta, or torch without numpy: by identity alone
+        return None
+
+
+def _holds_still(value: object, held: tuple[tuple[object, ...], bytes]) -> bool:
+    """Whether *value* holds what ``_contents`` found in it before: the very items, the same bytes."""
+    now = _contents(value)
+    return (
+        now is not None
+        and len(now[0]) == len(held[0])
+        and all(a is b for a, b in zip(now[0], held[0], strict=True))
+        and now[1] == held[1]
+    )
 
 
 class _RaisedOnSentinels(AssertionError):

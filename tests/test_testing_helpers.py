@@ -506,6 +506,33 @@ def test_an_override_that_changes_a_field_it_leaves_out_is_blamed_for_it(check):
         assert_zerocopy(DecodeMeta(3, object())) if check == "instance" else assert_zerocopy_class(DecodeMeta)
 
 
+@pytest.mark.parametrize("check", ["instance", "class"])
+@pytest.mark.parametrize("kind", ["list", "dict"])
+def test_an_override_that_changes_what_a_field_holds_is_blamed_for_it(check, kind):
+    # (An outside tester: only a field set to another object was seen, and the check, run on a record,
+    # appended to its list on every call.)
+    @dataclass
+    class Batch(ZeroCopy):
+        seq_lens: list[int] | dict[str, int]
+
+        def asdict_zerocopy(self, skip_fields=None):
+            if isinstance(self.seq_lens, list):
+                self.seq_lens.append(0)
+            else:
+                self.seq_lens["added"] = 0
+            return super().asdict_zerocopy(skip_fields)
+
+    message = (
+        r"^Batch: the override Batch\.asdict_zerocopy: obj\.asdict_zerocopy\(\) changed what the instance's"
+        r" field 'seq_lens' holds: a conversion must leave the record as it was$"
+    )
+    record = Batch([1, 2] if kind == "list" else {"a": 1})
+    with pytest.raises(AssertionError, match=message):
+        assert_zerocopy(record) if check == "instance" else assert_zerocopy_class(Batch)
+    if check == "instance":
+        assert len(record.seq_lens) == 3 if kind == "list" else 2, "the check stops at the first change"
+
+
 def test_instance_to_generated_source_and_assert_zerocopy_class():
     # DESIGN: "Classes passed where instances belong" get a clear TypeError, and (README) so do
     # instances passed where classes belong: generated_source(cls), assert_zerocopy_class(cls)

@@ -286,3 +286,19 @@ def test_a_field_declared_in_a_base_in_another_module_is_read_in_that_module(mon
         exec(compile(source, f"<{name}>", "exec", dont_inherit=True), module.__dict__)
     with pytest.raises(AssertionError, match=r"\['slot_mapping'\] is not the object the instance holds"):
         assert_zerocopy_class(sys.modules["metakit_sub_here"].Sub)
+
+
+@pytest.mark.parametrize("check", ["instance", "class"])
+def test_an_override_that_writes_into_a_tensor_field_is_blamed_for_it(check):
+    # (An outside tester: an override that adds to a tensor in place passed, and the check changed the record.)
+    @dataclass
+    class Step(ZeroCopy):
+        slot_mapping: torch.Tensor
+
+        def asdict_zerocopy(self, skip_fields=None):
+            self.slot_mapping.add_(1)
+            return super().asdict_zerocopy(skip_fields)
+
+    record = Step(torch.arange(4.0).reshape(2, 2).t())  # strided: compared by its values, not its bytes in order
+    with pytest.raises(AssertionError, match=r"changed what the instance's field 'slot_mapping' holds"):
+        assert_zerocopy(record) if check == "instance" else assert_zerocopy_class(Step)
