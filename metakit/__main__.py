@@ -176,7 +176,8 @@ def _run(prog: str, args: list[str]) -> int:
     try:
         path = stubgen.write_stub(stub, Path(arguments.output), module)
     except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
-        raise UsageError(f"cannot write the stub: {error}") from None
+        where = stubgen.stub_path(Path(arguments.output), module)
+        raise UsageError(f"cannot write the stub {where}: {error}") from None
     print(f"wrote {path}")
     return 0
 

@@ -27,6 +27,7 @@ import dataclasses
 import enum
 import importlib
 import inspect
+import os
 import re
 import sys
 import traceback
@@ -151,10 +152,20 @@ class NameClash(ValueError):
 
 
 def write_stub(stub: str, directory: Path, module: types.ModuleType) -> Path:
-    """Write *module*'s *stub* under *directory*, making the directories it needs; return its path."""
+    """Write *module*'s *stub* under *directory*, making the directories it needs; return its path.
+
+    The stub is written beside its place, then moved there in one step: a write that fails (a full disk)
+    leaves the stub that was there before as it was, never half of the new one.
+    """
     path = stub_path(directory, module)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(stub)
+    written = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        written.write_text(stub, encoding="utf-8")
+        os.replace(written, path)
+    except BaseException:
+        written.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -664,6 +664,27 @@ def test_stubgen_writes_a_typeddict_per_class_without_omit_fields(cli, tmp_path,
     assert "wrapper" not in step_dict
 
 
+def test_a_stub_that_cannot_be_written_leaves_the_one_before_whole(cli, tmp_path, monkeypatch):
+    # (An outside tester, on a full disk: the stub was written in place, and half of it was left.)
+    out = tmp_path / "typings"
+    assert cli("stubgen", MODULE, "-o", str(out)).status == 0
+    before = (out / f"{MODULE}.pyi").read_text()
+
+    write = Path.write_text
+
+    def disk_full(path, text, *args, **kwargs):  # half of it is written, then the disk is full
+        write(path, text[: len(text) // 2], *args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_full)
+    result = cli("stubgen", MODULE, "-o", str(out))
+    assert_refused(
+        result, f"{PROG}: error: cannot write the stub {out / MODULE}.pyi: [Errno 28] No space left on device"
+    )
+    assert (out / f"{MODULE}.pyi").read_text() == before
+    assert sorted(path.name for path in out.iterdir()) == [f"{MODULE}.pyi"]
+
+
 def test_stubgen_of_a_standard_library_module_warns_that_its_stub_would_shadow_the_real_one(cli, tmp_path):
     result = cli("stubgen", "json", "-o", str(tmp_path))
     assert result.status == 0, result.err
