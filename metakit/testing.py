@@ -198,7 +198,8 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
     root = importlib.import_module(module) if isinstance(module, str) else module
     classes: list[type] = []
     modules = _modules_under(root)
-    if hasattr(root, "__path__"):
+    package = "__path__" in vars(root)  # read from its dict: a module __getattr__ (PEP 562) is asked nothing
+    if package:
         walked = {found.__name__ for found in modules}
         imported = sorted(name for name in sys.modules.copy() if name.startswith(f"{root.__name__}."))
         modules += [
@@ -215,8 +216,10 @@ def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
             _collect(cls, found.__name__, classes)
     chosen = [cls for cls in classes if _is_checkable(cls)]
     if not chosen:
-        where = f"the package {root.__name__} and its submodules" if hasattr(root, "__path__") else root.__name__
-        raise LookupError(f"no dataclass made by ZeroCopyFields is defined in {where}")
+        where = f"the package {root.__name__} and its submodules" if package else root.__name__
+        abstract = [_name(cls) for cls in classes if _is_checkable(cls, abstract=True)]
+        but = f" (only abstract ones, which have no instances: {', '.join(abstract)})"
+        raise LookupError(f"no dataclass made by ZeroCopyFields is defined in {where}{but if abstract else ''}")
     return chosen
 
 
@@ -230,7 +233,7 @@ def class_id(cls: object) -> str:
 
 def _modules_under(root: ModuleType) -> list[ModuleType]:
     found = [root]
-    for info in pkgutil.iter_modules(getattr(root, "__path__", ())):
+    for info in pkgutil.iter_modules(vars(root).get("__path__", ())):
         if info.name != "__main__":
             found.extend(_modules_under(importlib.import_module(f"{root.__name__}.{info.name}")))
     return found
@@ -244,9 +247,10 @@ def _collect(value: object, module: str, classes: list[type]) -> None:
                 _collect(inner, module, classes)
 
 
-def _is_checkable(cls: type) -> bool:
+def _is_checkable(cls: type, *, abstract: bool = False) -> bool:
+    """Whether *cls* is a dataclass made by ``ZeroCopyFields`` that is abstract (if *abstract*) or not."""
     made_by_metakit = isinstance(cls, metakit.ZeroCopyFields)
-    return made_by_metakit and dataclasses.is_dataclass(cls) and not inspect.isabstract(cls)
+    return made_by_metakit and dataclasses.is_dataclass(cls) and inspect.isabstract(cls) == abstract
 
 
 # --- the bare instance ------------------------------------------------------------

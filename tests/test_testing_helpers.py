@@ -2160,6 +2160,43 @@ def test_a_package_without_such_classes_names_the_package(tmp_path, monkeypatch)
         zerocopy_classes_in(f"{package}.imports")
 
 
+_LAZY_MODULE = """
+import abc
+from dataclasses import dataclass
+from metakit import ZeroCopy, ZeroCopyFields
+
+class ABCZeroCopyFields(ZeroCopyFields, abc.ABCMeta):
+    pass
+
+@dataclass
+class Abstract(metaclass=ABCZeroCopyFields):
+    x: int
+
+    @abc.abstractmethod
+    def run(self): ...
+
+def __getattr__(name):
+    raise RuntimeError(f"asked for {name}")
+"""
+
+
+@pytest.mark.parametrize("concrete", [True, False], ids=["a-concrete-class", "abstract-ones-only"])
+def test_a_module_with_a_getattr_of_its_own_is_asked_for_nothing(concrete, monkeypatch):
+    # PEP 562: a module's __getattr__ runs for each name it lacks, such as __path__ (stubgen asked one for
+    # __all__, an outside tester found).  One whose classes are all abstract says so.
+    module = types.ModuleType("metakit_lazy_module")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    source = _LAZY_MODULE + ("\n@dataclass\nclass Concrete(ZeroCopy):\n    y: int\n" if concrete else "")
+    exec(compile(source, "<lazy module>", "exec"), vars(module))
+    if concrete:
+        assert [cls.__name__ for cls in zerocopy_classes_in(module.__name__)] == ["Concrete"]
+    else:
+        with pytest.raises(
+            LookupError, match=r"metakit_lazy_module \(only abstract ones, which have no instances: Abstract\)$"
+        ):
+            zerocopy_classes_in(module)
+
+
 def test_a_wrong_name_raises_module_not_found_error():
     with pytest.raises(ModuleNotFoundError, match="no_such_engine"):
         zerocopy_classes_in("no_such_engine.metadata")
