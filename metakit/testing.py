@@ -330,11 +330,12 @@ def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
     """Set each field of *obj* to a new sentinel; return *notes* and one for each field that reads another value."""
     name = _name(cls)
     found: list[str] = []
-    kinds = {cls: _Kinds(cls)}
+    kinds: dict[int, _Kinds] = {}  # by the class that declared a field (by identity: a metaclass may define __eq__)
     for f in dataclasses.fields(cls):
         owner = declared_in(cls, f)  # whose module the names in its annotation are looked up in
-        kind = (kinds.get(owner) or kinds.setdefault(owner, _Kinds(owner))).of(f.type)
-        sentinel = _sentinel(kind, f"{name}.{f.name}")
+        if id(owner) not in kinds:
+            kinds[id(owner)] = _Kinds(owner)
+        sentinel = _sentinel(kinds[id(owner)].of(f.type), f"{name}.{f.name}")
         try:
             object.__setattr__(obj, f.name, sentinel)
             value = getattr(obj, f.name)
