@@ -77,12 +77,13 @@ def declared_in(cls: type, f: Field[Any]) -> type:
     """The class in *cls*'s MRO that declared the field *f*, where its annotation was written: the first
     from the top that holds that very ``Field`` (its dict read with no code of the class's run)."""
     for klass in reversed(cls.__mro__):
-        if _CLASS_DICT(klass).get("__dataclass_fields__", {}).get(f.name) is f:
+        if CLASS_DICT(klass).get("__dataclass_fields__", {}).get(f.name) is f:
             return klass
     return cls
 
 
-_CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
+CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
+"""A class's own dict, read with no code of a metaclass's run (a ``__dict__`` property, ``__getattribute__``)."""
 
 
 def as_text(name: str) -> str:

@@ -47,7 +47,7 @@ from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import torch
 
-from metakit._fields import declared_in
+from metakit._fields import CLASS_DICT, declared_in
 from metakit._meta import ZeroCopyFields
 
 Check = Callable[[object], bool]
@@ -872,12 +872,11 @@ def _attributes(value: object) -> Mapping[str, Any] | None:
     if issubclass(kind, types.ModuleType):
         return _MODULE_DICT(value)  # type: ignore[no-any-return]
     if issubclass(kind, type):
-        return _CLASS_DICT(value)  # type: ignore[no-any-return]
+        return CLASS_DICT(value)  # type: ignore[no-any-return]
     return None
 
 
 _MODULE_DICT: Final[Any] = cast("Any", types.ModuleType).__dict__["__dict__"].__get__
-_CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
 
 
 def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
@@ -887,9 +886,9 @@ def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
     or one whose ``__dict__`` is a property, runs no code of its own here.
     """
     owner = declared_in(cls, f)
-    module = _CLASS_DICT(owner).get("__module__")
+    module = CLASS_DICT(owner).get("__module__")
     home = _attributes(sys.modules.get(module)) if type(module) is str else None
-    return (_CLASS_DICT(owner), home if home is not None else {}, builtins.__dict__)
+    return (CLASS_DICT(owner), home if home is not None else {}, builtins.__dict__)
 
 
 def _with_closure(

@@ -93,7 +93,7 @@ import torch
 
 from metakit._codegen import holds_generated
 from metakit._errors import _check_skipped, _skip_fields_failed, _skip_fields_text, describe
-from metakit._fields import is_omitted, stranded
+from metakit._fields import CLASS_DICT, is_omitted, stranded
 from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, unwritable
 from metakit._wire_plan import OBJECT_NEW, TYPE_CALL, Builder, Encoder, make_builder, make_encoder, positional_init
@@ -2571,12 +2571,11 @@ def _named_in(module: object, qualname: str) -> object:
     for part in rest.split(".") if dot else ():
         if not issubclass(type(found), type):
             return None
-        found = _CLASS_DICT.__get__(found).get(part)
+        found = CLASS_DICT(found).get(part)
     return found
 
 
 _MODULE_DICT: Final[Any] = vars(types.ModuleType)["__dict__"]
-_CLASS_DICT: Final[Any] = vars(type)["__dict__"]
 
 
 def _is_replaced(cls: type, others: list[type]) -> bool:
