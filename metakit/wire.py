@@ -358,6 +358,7 @@ class _Codec:
         "init",
         "later",
         "lifetime",
+        "made_for",
         "name",
         "position",
         "travelling",
@@ -388,6 +389,7 @@ class _Codec:
         self._checks: FieldChecks | None = None
         self._encoder: Encoder | bool | None = False
         self._builder: Builder | bool | None = False
+        self.made_for = _made_for(cls)
         key = id(cls)
         self.lifetime = weakref.ref(cls, lambda _: _codecs.pop(key, None))
         """A weak reference to the class, whose callback drops this codec from ``_codecs``."""
@@ -560,9 +562,15 @@ leaves when its class is collected."""
 
 def _codec(cls: type) -> _Codec:
     codec = _codecs.get(id(cls))
-    if codec is None:
+    if codec is None or codec.made_for != _made_for(cls):
         codec = _codecs[id(cls)] = _Codec(cls)
     return codec
+
+
+def _made_for(cls: Any) -> tuple[object, ...]:
+    """What a class's codec is made from: its fields, its name and its ``__init__``.  A class decorated again,
+    renamed (a factory's class often is) or given another ``__init__`` gets a new codec the next time it travels."""
+    return (cls.__dataclass_fields__, cls.__module__, cls.__qualname__, cls.__init__)
 
 
 _OBJECT_GETSTATE: Final = getattr(object, "__getstate__", None)
@@ -1348,7 +1356,7 @@ def _pack_usual(obj: object) -> Packed | None:
     """
     cls = type(obj)
     codec = _codecs.get(id(cls))
-    if codec is None:
+    if codec is None or codec.made_for != _made_for(cls):
         return None
     encoder = codec.encoder(cls)
     if encoder is None or not encoder.serves(obj):
@@ -1564,7 +1572,8 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
     except Exception:  # bytes that are not the format, or no such class: the general way says which
         return None
     codec = None if cls is None else _codecs.get(id(cls))
-    builder = codec.builder(cls) if codec is not None and digest == codec.digest else None  # type: ignore[arg-type]
+    fresh = codec is not None and digest == codec.digest and codec.made_for == _made_for(cls)
+    builder = codec.builder(cls) if fresh else None  # type: ignore[arg-type]
     if builder is None or builder.usual is None:
         return None
     try:

@@ -19,7 +19,7 @@ import threading
 import traceback
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Dict, Final, List, Optional  # noqa: UP035  # vLLM V0's spelling, on purpose
 
@@ -644,6 +644,31 @@ def test_a_class_that_is_not_alive_on_the_receiver_is_refused() -> None:
     gc.collect()
     with pytest.raises(WireError, match=r"no dataclass made by ZeroCopyFields named .*Gone is alive here"):
         wire.unpack(header, buffers)
+
+
+def test_a_class_renamed_decorated_again_or_given_another_init_after_it_travelled_travels_as_it_is_now() -> None:
+    Made = make_dataclass("Made", [("x", int)], bases=(ZeroCopy,))  # a factory's class, as "types:Made"
+    assert wire.unpack(*wire.pack(Made(1))) == Made(1)
+
+    Made.__module__, Made.__qualname__ = __name__, "Renamed"
+    header, buffers = wire.pack(Made(2))
+    assert f"{__name__}:Renamed".encode() in header
+    assert wire.unpack(header, buffers) == Made(2)
+
+    Made.__annotations__ = {"x": int, "y": str}
+    for name in ("__init__", "__repr__", "__eq__"):
+        delattr(Made, name)
+    Made = dataclass(Made)
+    assert wire.unpack(*wire.pack(Made(3, "y"))) == Made(3, "y")
+    with pytest.raises(TypeError, match=r"Expected `str`, got `int` - at `\$.y`"):
+        wire.pack(Made(3, 4))  # type: ignore[arg-type]
+
+    def init(self: Any, x: int, y: str, z: int) -> None:
+        self.x, self.y = x, y
+
+    Made.__init__ = init
+    with pytest.raises(TypeError, match="requires 'z'"):
+        wire.pack(Made(4, "y", 0))
 
 
 def test_headers_and_buffers_that_do_not_match_are_refused() -> None:
