@@ -1031,10 +1031,11 @@ _SKIP_KINDS: Final[dict[str, tuple[Callable[[list[str]], Iterable[str]], Callabl
     "tuple": (tuple, lambda names: repr(tuple(names))),
     "keys view": (lambda names: dict.fromkeys(names).keys(), lambda names: f"dict.fromkeys({names!r}).keys()"),
     "iterator": (lambda names: iter(list(names)), lambda names: f"iter({names!r})"),
+    "dict": (dict.fromkeys, lambda names: f"dict.fromkeys({names!r})"),
 }
 """Each kind of iterable of names that ``skip_fields`` may be: how to make one, and how a message shows it.
 The generated code takes each; an override, those its annotation takes (``_kinds_taken``)."""
-_OVERRIDE_KINDS: Final = frozenset(_SKIP_KINDS) - {"iterator"}
+_OVERRIDE_KINDS: Final = frozenset(_SKIP_KINDS) - {"iterator", "dict"}
 """DESIGN's kinds of ``skip_fields``: what an override that says nothing else takes."""
 
 _TAKEN: Final[dict[str, frozenset[str]]] = {
@@ -1051,6 +1052,10 @@ _TAKEN: Final[dict[str, frozenset[str]]] = {
     "FrozenSet": frozenset(["frozenset"]),
     "frozenset": frozenset(["frozenset"]),
     "KeysView": frozenset(["keys view"]),
+    "Mapping": frozenset(["dict"]),
+    "MutableMapping": frozenset(["dict"]),
+    "Dict": frozenset(["dict"]),
+    "dict": frozenset(["dict"]),
 }
 """The kinds of ``skip_fields`` that each annotation's outer name takes; any other name, a set (``Set``,
 ``MutableSet``...)."""

@@ -19,7 +19,7 @@ import textwrap
 import types
 from dataclasses import KW_ONLY, InitVar, dataclass, field, make_dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Dict, Generic, Iterable, List, Optional, Set, Tuple, TypeVar  # noqa: UP035  # vLLM's spelling
+from typing import Any, ClassVar, Dict, Generic, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar  # noqa: UP035  # vLLM's spelling
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -2420,10 +2420,27 @@ class TakesAnyIterable(_HoldsAWrapper):
         return super().asdict_zerocopy(names)
 
 
-@pytest.mark.parametrize("cls", [TakesAList, TakesATuple])
+@dataclass
+class TakesADict(_HoldsAWrapper):
+    def asdict_zerocopy(self, skip_fields: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:  # noqa: UP006, UP045
+        return super().asdict_zerocopy({**(skip_fields or {}), "wrapper": None})  # a dict is an iterable of names
+
+
+@pytest.mark.parametrize("cls", [TakesAList, TakesATuple, TakesADict])
 def test_an_override_gets_skip_fields_of_the_kinds_its_annotation_takes(cls):
-    # A List[str] or Tuple[str, ...] override was called with a set, and failed though correct.
+    # A List[str], Tuple[str, ...] or Dict[str, Any] override was called with a set, and failed though correct
+    # (the Dict one found by an outside tester).
     assert_zerocopy_class(cls)
+
+
+def test_an_override_annotated_to_take_a_mapping_is_checked_with_one():
+    @dataclass
+    class IgnoresItsMapping(_HoldsAWrapper):
+        def asdict_zerocopy(self, skip_fields: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:  # noqa: UP006, UP045
+            return super().asdict_zerocopy({"wrapper"})
+
+    with pytest.raises(AssertionError, match=r"skip_fields=dict\.fromkeys\(\['num_prefills'\]\)\) has keys"):
+        assert_zerocopy_class(IgnoresItsMapping)
 
 
 def test_an_override_annotated_iterable_gets_an_iterator_too():
