@@ -550,6 +550,20 @@ def _receive(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: i
         route.recycler.done()
 
 
+def _check_prefix(status: int, layout: int, header_nbytes: int, message_nbytes: int, tail: bytes | None) -> None:
+    """Refuse a prefix that no source of this layout writes (*tail*: what it gives as the last bytes of the
+    rest of a message that the frame carries whole, or ``None`` where a rest follows)."""
+    if layout != _LAYOUT:
+        raise _refused(f"a frame of layout {layout} arrived, and this metakit reads layout {_LAYOUT}")
+    if status not in (_OK, _SOURCE_FAILED) or _PREFIX.size + header_nbytes > message_nbytes:
+        raise _refused(
+            f"a frame arrived whose prefix says status {status}, a header of {header_nbytes} bytes and a message of "
+            f"{message_nbytes}: not a frame of this format"
+        )
+    if tail is not None and tail != bytes(_TAIL):
+        raise _refused("a frame arrived whose prefix gives the last bytes of a rest of the message, but none follows")
+
+
 def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_bytes: int) -> object:
     carried = route.frame(max_bytes) - _TAIL
     src = route.header_src[source]
@@ -561,15 +575,10 @@ def _receive_with(route: _Route, source: int, allow_pickle: AllowPickle, max_byt
     host = frame if frame.device.type == "cpu" else frame.cpu()
     # The frame is at least _SMALLEST_FRAME bytes: the prefix lies inside it.
     status, layout, header_nbytes, message_nbytes, rest_tail = _PREFIX.unpack(_read(host, 0, _PREFIX.size))
-    if layout != _LAYOUT:
-        raise _refused(f"a frame of layout {layout} arrived, and this metakit reads layout {_LAYOUT}")
+    _check_prefix(status, layout, header_nbytes, message_nbytes, rest_tail if message_nbytes <= carried else None)
     # The source's error fits in the frame, and is read whatever max_bytes says.
-    most = max(max_bytes, carried) if status == _SOURCE_FAILED else max_bytes
-    if status not in (_OK, _SOURCE_FAILED) or not _PREFIX.size + header_nbytes <= message_nbytes <= most:
-        raise _refused(
-            f"a frame arrived whose prefix says status {status}, a header of {header_nbytes} bytes and a message of "
-            f"{message_nbytes}: not a frame of this format within max_bytes={max_bytes}"
-        )
+    if message_nbytes > (max(max_bytes, carried) if status == _SOURCE_FAILED else max_bytes):
+        raise _refused(f"a frame arrived whose message of {message_nbytes} bytes is over max_bytes={max_bytes}")
     if message_nbytes > carried:
         message = route.recycler.take(message_nbytes, route.header_device)
         message[:carried].copy_(frame[:carried])

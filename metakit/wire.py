@@ -1499,19 +1499,29 @@ def unpack(
     ``ZeroCopyFields`` bears the name that arrived, the class has other
     fields here, a value does not match its field's annotation, a tensor
     does not lie within its buffer, or ``__init__`` refuses the values.
-    *buffers* that are no sequence (``None``) raise ``TypeError``: the caller's mistake, not the peer's.
+    *buffers* that are no sequence (``None``, a dict, a set, one bytes-like object) raise ``TypeError``: the
+    caller's mistake, not the peer's.
     """
-    try:
-        count = len(buffers)
-    except TypeError:
+    if type(buffers) is not list and type(buffers) is not tuple and not _a_sequence(buffers):
         raise TypeError(
             f"unpack() takes the buffers that came with the header as a sequence, not {type(buffers).__qualname__}"
-        ) from None
+        )
+    count = len(buffers)
     if (type(header) is bytes or type(header) is bytearray) and count < len(_TABLES):
         record = _unpack_usual(header, buffers)
         if record is not None:
             return record
     return _unpack_general(header, buffers, allow_pickle)
+
+
+def _a_sequence(buffers: object) -> bool:
+    """Whether *buffers* can be a sequence of buffers: indexed by position, and neither a mapping nor bytes itself."""
+    kind = type(buffers)
+    return (
+        hasattr(kind, "__len__")
+        and hasattr(kind, "__getitem__")
+        and not issubclass(kind, (Mapping, str, bytes, bytearray, memoryview))
+    )
 
 
 def _unpack_general(
@@ -1572,8 +1582,9 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
     except Exception:  # bytes that are not the format, or no such class: the general way says which
         return None
     codec = None if cls is None else _codecs.get(id(cls))
-    fresh = codec is not None and digest == codec.digest and codec.made_for == _made_for(cls)
-    builder = codec.builder(cls) if fresh else None  # type: ignore[arg-type]
+    if codec is None or digest != codec.digest or codec.made_for != _made_for(cls):
+        return None
+    builder = codec.builder(cls)  # type: ignore[arg-type]
     if builder is None or builder.usual is None:
         return None
     try:
@@ -1948,7 +1959,9 @@ class _Reader:
 
     def check_place(self, index: int, buffer: int, offset: int, nbytes: int) -> None:
         """Refuse tensor *index*'s own bytes at *offset* of *buffer* unless a sender could have put them there."""
-        if buffer >= len(self.sizes) or offset < self.ends[buffer]:
+        if buffer >= len(self.sizes):
+            raise WireError(f"tensor {index} lies in buffer {buffer}, but the header lists {len(self.sizes)} buffers")
+        if offset < self.ends[buffer]:
             raise WireError(f"tensor {index} lies in buffer {buffer}, not after the tensors before it there")
         # In a shared buffer: at a multiple of ALIGN.  In one of its own: at its start, and large.
         if offset % ALIGN if buffer < self.shared else offset or nbytes < PACK_OWN_BUFFER:

@@ -647,12 +647,12 @@ def test_a_class_that_is_not_alive_on_the_receiver_is_refused() -> None:
 
 
 def test_a_class_renamed_decorated_again_or_given_another_init_after_it_travelled_travels_as_it_is_now() -> None:
-    Made = make_dataclass("Made", [("x", int)], bases=(ZeroCopy,))  # a factory's class, as "types:Made"
+    Made = make_dataclass("MadeToBeRenamed", [("x", int)], bases=(ZeroCopy,))  # a factory's class, in "types"
     assert wire.unpack(*wire.pack(Made(1))) == Made(1)
 
-    Made.__module__, Made.__qualname__ = __name__, "Renamed"
+    Made.__module__, Made.__qualname__ = __name__, "RenamedAfterItTravelled"
     header, buffers = wire.pack(Made(2))
-    assert f"{__name__}:Renamed".encode() in header
+    assert f"{__name__}:RenamedAfterItTravelled".encode() in header
     assert wire.unpack(header, buffers) == Made(2)
 
     Made.__annotations__ = {"x": int, "y": str}

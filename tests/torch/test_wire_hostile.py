@@ -1255,6 +1255,8 @@ def test_the_short_spec_keeps_tensors_apart_and_large_ones_alone_at_the_start_of
     _refused(_join(table, body), buffers, "not after the tensors before it")
     body[3][position] = [_short_ext(_INT64, 0, 64, [0])]  # an empty tensor lies nowhere
     _refused(_join(table, body), buffers, "no elements")
+    body[3][position] = [_short_ext(_INT64, 1, 0, [8])]  # a buffer that is not there (the message said otherwise)
+    _refused(_join(table, body), buffers, "tensor 1 lies in buffer 1, but the header lists 1 buffers")
     big = wire.PACK_OWN_BUFFER
     table = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<2Q2B", 1024, big, 0, 0)
     slot = [f.name for f in Step.__dataclass_fields__.values()].index("slot_mapping")
@@ -1423,6 +1425,26 @@ def test_a_header_cut_short_or_not_metakit_is_refused(header: bytes) -> None:
         wire.buffer_count(header)
 
 
+@dataclass
+class Pair(ZeroCopy):
+    kids: list[Pair]
+
+
+def test_a_record_shared_at_every_level_arrives_shared_in_memory_linear_in_the_header() -> None:
+    # docs/wire-format.md, "Shared records": each level holds the one below twice, so a walk of the
+    # result as a tree meets 2^depth paths; the header, the receiver's work and its memory grow with the depth.
+    record = Pair([])
+    for _ in range(30):
+        record = Pair([record, record])
+    header, buffers = wire.pack(record)
+    assert len(header) < 2_000
+    got: Any = wire.unpack(header, buffers)
+    for _ in range(30):
+        assert got.kids[0] is got.kids[1]
+        got = got.kids[0]
+    assert got == Pair([])
+
+
 # --- a hostile rank 0 over gloo -----------------------------------------------------
 
 # status, layout, header bytes, message bytes, the last 8 bytes of the rest (docs/wire-format.md)
@@ -1448,7 +1470,7 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
     return [
         ("unknown status", 9, header, [], "status 9"),
         ("a header longer than the message", 0, b"", [], "not a frame of this format"),
-        ("a message over max_bytes", 0, b"", [], "within max_bytes"),
+        ("a message over max_bytes", 0, b"", [], "is over max_bytes="),
         ("not a metakit header", 0, b"XYZ" + header[3:], [], "not a metakit header"),
         ("no buffer", 0, _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 0) + header[len(table) :], [], "lists no buffer"),
         ("an unknown lane", 0, table[:-1] + b"\x03" + header[len(table) :], [], "a lane other than 0 and 1"),
@@ -1460,6 +1482,7 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("a small tensor in a buffer of its own", 0, _join(two_buffers, outside), [64], "a buffer of its own"),
         ("the source's error, long", 1, bytes(range(256)) * 64, [], "could not send its record"),
         ("a frame of another layout", 0, header, [], "a frame of layout 7 arrived"),
+        ("a rest's end with no rest", 0, header, [], "but none follows"),  # found by an outside tester
         # gloo lets a source send fewer bytes than a receiver posted: the rest must never be read.
         ("a frame cut short", 1, b"x" * 3000, [], "the frame ("),
         ("a frame cut by one byte", 0, header, [], "the frame ("),
@@ -1504,6 +1527,7 @@ def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> No
         "a header longer than the message": _PREFIX.pack(0, _LAYOUT, 1 << 20, 4096, rest_tail),
         "a message over max_bytes": _PREFIX.pack(0, _LAYOUT, 16, 1 << 60, rest_tail),
         "a frame of another layout": _PREFIX.pack(status, 7, len(header), message, rest_tail),
+        "a rest's end with no rest": _PREFIX.pack(status, _LAYOUT, len(header), message, b"not this"),
     }.get(case, _PREFIX.pack(status, _LAYOUT, len(header), message, rest_tail))
     frame = raw[:carried] + (b"not this" if case == "a frame that ends otherwise" else _TRAILER)
     sent = torch.frombuffer(frame, dtype=torch.uint8)
@@ -1511,6 +1535,7 @@ def _send_by_hand(status: int, header: bytes, sizes: list[int], case: str) -> No
         {"a frame cut short": sent[: _PREFIX.size], "a frame cut by one byte": sent[:-1]}.get(case, sent), src=0
     )
     refused = ("a header longer", "a message over", "a frame cut", "a frame that ends", "a frame of another")
+    refused += ("a rest's",)
     if status in (0, 1) and not case.startswith(refused):
         if message > carried:
             dist.broadcast(torch.frombuffer(rest, dtype=torch.uint8), src=0)
@@ -1612,9 +1637,14 @@ def test_a_lane_other_than_0_and_1_is_refused() -> None:
     _refused(bytes(changed), buffers, "a lane other than 0 and 1")
 
 
-@pytest.mark.parametrize("buffers", [None, 7, iter([b""])], ids=["None", "an int", "an iterator"])
+@pytest.mark.parametrize(
+    "buffers",
+    [None, 7, iter([b""]), {0: b""}, {b""}, b"", bytearray(1), memoryview(b"")],
+    ids=["None", "an int", "an iterator", "a dict", "a set", "bytes", "a bytearray", "a memoryview"],
+)
 def test_buffers_given_as_no_sequence_are_a_type_error_that_says_so(buffers: Any) -> None:
-    # (Found by an outside tester: unpack(header, None) said "object of type 'NoneType' has no len()".)
+    # (Found by outside testers: unpack(header, None) said "object of type 'NoneType' has no len()", and a dict
+    # was read as buffers, a peer's error.)
     header, _ = wire.pack(Step(4, torch.arange(4)))
     with pytest.raises(TypeError, match="takes the buffers that came with the header as a sequence, not "):
         wire.unpack(header, buffers)
