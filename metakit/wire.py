@@ -91,7 +91,7 @@ from typing import Any, ClassVar, Final, NamedTuple, NoReturn, cast
 import msgspec
 import torch
 
-from metakit._codegen import holds_generated
+from metakit._codegen import STATE, holds_generated
 from metakit._errors import _check_skipped, _skip_fields_failed, _skip_fields_text, describe
 from metakit._fields import CLASS_DICT, is_omitted, stranded
 from metakit._meta import ZeroCopyFields, zerocopy_classes
@@ -569,8 +569,13 @@ def _codec(cls: type) -> _Codec:
 
 def _made_for(cls: Any) -> tuple[object, ...]:
     """What a class's codec is made from: its fields, its name and its ``__init__``.  A class decorated again,
-    renamed (a factory's class often is) or given another ``__init__`` gets a new codec the next time it travels."""
-    return (cls.__dataclass_fields__, cls.__module__, cls.__qualname__, cls.__init__)
+    renamed (a factory's class often is) or given another ``__init__`` gets a new codec the next time it travels.
+
+    Each is told by an object that refers to no class, or the codec would keep its class alive: the fields by
+    the class's generated methods, which are made anew for new fields; ``__init__`` by its code.
+    """
+    init = cls.__init__
+    return (getattr(cls, STATE, None), cls.__module__, cls.__qualname__, getattr(init, "__code__", init))
 
 
 _OBJECT_GETSTATE: Final = getattr(object, "__getstate__", None)

@@ -416,6 +416,24 @@ def test_a_class_whose_init_holds_it_is_collected_after_it_travelled() -> None:
     assert gone() is None
 
 
+def test_a_class_whose_fields_name_it_is_collected_after_it_travelled() -> None:
+    import gc
+    import weakref
+
+    def make() -> weakref.ref[type]:
+        @dataclass
+        class Tree(ZeroCopy):
+            kids: list[Tree]
+
+        Tree.__dataclass_fields__["kids"].type = list[Tree]  # not the text: the Field holds the class
+        assert wire.unpack(*wire.pack(Tree([Tree([])]))).kids == [Tree([])]
+        return weakref.ref(Tree)
+
+    gone = make()
+    gc.collect()
+    assert gone() is None
+
+
 def test_a_metaclass_call_of_its_own_gets_the_values_by_name() -> None:
     seen: list[dict[str, Any]] = []
 
