@@ -29,7 +29,7 @@ from metakit._overrides import reaches_metakit, users_methods
 _COMMANDS = {
     "bench": "measure metakit against its peers on the example engine metadata",
     "show": "print the generated source of a class: show MODULE:CLASS",
-    "stubgen": "write .pyi stubs with exact TypedDicts: stubgen MODULE [-o DIR]",
+    "stubgen": "write .pyi stubs with exact TypedDicts: stubgen MODULE... [-o DIR]",
 }
 
 _INTERRUPTED = 130
@@ -159,26 +159,33 @@ def _run(prog: str, args: list[str]) -> int:
         from metakit import bench
 
         return bench.main(rest, prog=f"{prog} bench")
+    return _stubgen(f"{prog} stubgen", rest)
+
+
+def _stubgen(prog: str, rest: list[str]) -> int:
+    """``stubgen MODULE... [-o DIR]``: each module's stub, all made before any is written."""
     try:
         from metakit import stubgen
     except ModuleNotFoundError as error:
         missing = (error.name or "mypy").partition(".")[0]
         raise UsageError(f"stubgen needs {missing}: pip install 'metakit[mypy]'") from None
-    # A bad argument exits here, with stubgen's usage, before the module is imported.
-    arguments = stubgen.arguments(f"{prog} stubgen").parse_args(rest)
-    module = _check_stubgen(arguments.module, arguments.output)
-    try:
-        stub = stubgen.module_stub(module)
-    except stubgen.UNREADABLE as error:
-        raise UsageError(f"cannot read the source of {arguments.module!r}: {_one_line(error)}") from None
-    except (stubgen.NameClash, stubgen.OldMypy) as error:
-        raise UsageError(str(error)) from None
-    try:
-        path = stubgen.write_stub(stub, Path(arguments.output), module)
-    except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
-        where = stubgen.stub_path(Path(arguments.output), module)
-        raise UsageError(f"cannot write the stub {where}: {error}") from None
-    print(f"wrote {path}")
+    # A bad argument exits here, with stubgen's usage, before any module is imported.
+    arguments = stubgen.arguments(prog).parse_args(rest)
+    output = Path(arguments.output)
+    stubs = []
+    for name, module in zip(arguments.modules, _check_stubgen(arguments.modules, arguments.output), strict=True):
+        try:
+            stubs.append((stubgen.module_stub(module), module))
+        except stubgen.UNREADABLE as error:
+            raise UsageError(f"cannot read the source of {name!r}: {_one_line(error)}") from None
+        except (stubgen.NameClash, stubgen.OldMypy) as error:
+            raise UsageError(str(error)) from None
+    for stub, module in stubs:  # each made before any is written
+        try:
+            path = stubgen.write_stub(stub, output, module)
+        except OSError as error:  # what the check before could not see (a full disk, a read-only mount)
+            raise UsageError(f"cannot write the stub {stubgen.stub_path(output, module)}: {error}") from None
+        print(f"wrote {path}")
     return 0
 
 
@@ -283,10 +290,10 @@ def _show_notes(cls: type) -> list[str]:
     return notes
 
 
-def _check_stubgen(module_name: str, output: str) -> types.ModuleType:
-    """Check what ``stubgen`` will need before it runs: the output can be written and the module imports.
+def _check_stubgen(module_names: list[str], output: str) -> list[types.ModuleType]:
+    """Check what ``stubgen`` will need before it runs: the output can be written and the modules import.
 
-    Returns the module.  Warns when the stub would shadow the real one of a module of the
+    Returns the modules.  Warns when a stub would shadow the real one of a module of the
     standard library or of another installed project.
     """
     from metakit.bench.report import output_problem
@@ -294,15 +301,19 @@ def _check_stubgen(module_name: str, output: str) -> types.ModuleType:
     problem = output_problem(output, directory=True)
     if problem:
         raise UsageError(f"cannot write stubs to {output or repr(output)}: {problem}")
-    module = import_user_module(module_name)
-    owner = _foreign_owner(module)
-    if owner:
-        print(
-            f"warning: {module_name} is a module of {owner}; a stub for it in {output} would shadow its"
-            " real one (or typeshed's) for every checker that reads that directory",
-            file=sys.stderr,
-        )
-    return module
+    strangers = [name for name in module_names if not _dotted_name(name)]  # refused before any is imported
+    if strangers:
+        raise UsageError(f"{strangers[0]!r} is not a module name")
+    modules = [import_user_module(name) for name in module_names]
+    for name, module in zip(module_names, modules, strict=True):
+        owner = _foreign_owner(module)
+        if owner:
+            print(
+                f"warning: {name} is a module of {owner}; a stub for it in {output} would shadow its"
+                " real one (or typeshed's) for every checker that reads that directory",
+                file=sys.stderr,
+            )
+    return modules
 
 
 def _foreign_owner(module: types.ModuleType) -> str | None:

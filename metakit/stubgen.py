@@ -1,4 +1,4 @@
-"""``python -m metakit stubgen MODULE [-o DIR]``: stubs with exact types, for pyright.
+"""``python -m metakit stubgen MODULE... [-o DIR]``: stubs with exact types, for pyright.
 
 Checkers without plugins, such as pyright, read the types of ``asdict_zerocopy``
 and ``astuple_zerocopy`` from stubs.  This writes the stub of a module,
@@ -117,9 +117,9 @@ def arguments(prog: str) -> ArgumentParser:
     """The parser of ``stubgen``'s arguments, for the program *prog*."""
     parser = ArgumentParser(
         prog=prog,
-        description="Write a .pyi stub for MODULE with an exact TypedDict per zero-copy dataclass.",
+        description="Write a .pyi stub for each MODULE with an exact TypedDict per zero-copy dataclass.",
     )
-    parser.add_argument("module", metavar="MODULE", help="e.g. metakit.examples.engine")
+    parser.add_argument("modules", metavar="MODULE", nargs="+", help="e.g. metakit.examples.engine")
     parser.add_argument("-o", "--output", metavar="DIR", default="stubs", help="where to write (default: stubs)")
     return parser
 
@@ -128,17 +128,20 @@ def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
     """Run ``stubgen`` as the program *prog*; return the process's exit status."""
     parser = arguments(prog)
     args = parser.parse_args(argv)
-    try:
-        module = importlib.import_module(args.module)
-    except ImportError as error:
-        parser.error(f"cannot import {args.module!r}: {error}")
-    try:
-        stub = module_stub(module)
-    except UNREADABLE as error:
-        parser.error(f"cannot read the source of {args.module!r}: {error}")
-    except (NameClash, OldMypy) as error:
-        parser.error(str(error))
-    print(f"wrote {write_stub(stub, Path(args.output), module)}")
+    stubs = []
+    for name in args.modules:  # every stub made before any is written
+        try:
+            module = importlib.import_module(name)
+        except ImportError as error:
+            parser.error(f"cannot import {name!r}: {error}")
+        try:
+            stubs.append((module_stub(module), module))
+        except UNREADABLE as error:
+            parser.error(f"cannot read the source of {name!r}: {error}")
+        except (NameClash, OldMypy) as error:
+            parser.error(str(error))
+    for stub, module in stubs:
+        print(f"wrote {write_stub(stub, Path(args.output), module)}")
     return 0
 
 
