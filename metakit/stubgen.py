@@ -78,7 +78,7 @@ from mypy.stubgen import (
     get_qualified_name,
     parse_source_file,
 )
-from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, UnboundType, UnionType
+from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, UnboundType, UnionType, UnpackType
 from mypy.util import correct_relative_import
 from mypy.version import __version__ as mypy_version
 
@@ -608,7 +608,7 @@ class _Additions:
                 typ = expr_to_unanalyzed_type(expr, Options()) if isinstance(expr, IndexExpr) else None
                 args = typ.args if isinstance(typ, UnboundType) else ()
                 naming = self._naming(self._source(cls), {})
-                local = dict(zip(_parameters(base), [_rewrite(arg, naming) for arg in args], strict=False))
+                local = _bind(getattr(base, "__parameters__", ()), [_rewrite(arg, naming) for arg in args])
                 # A parameter that the base leaves out is its default, or Any (``class Sub(Box)``).
                 local.update(
                     (param.__name__, self._default(param))
@@ -800,6 +800,51 @@ def _substitute(bound: dict[str, Type]) -> Callable[[str], str | Type]:
     return lambda name: bound.get(name, name)
 
 
+def _bind(params: Sequence[object], args: list[Type]) -> dict[str, Type]:
+    """What each of the type parameters *params* is, given *args* as a subscript gives them.
+
+    A ``TypeVarTuple`` takes the arguments that the parameters before and after it leave, as a ``TypeList``
+    that ``_rewrite`` spreads where it is unpacked; a ``ParamSpec``, one argument (``[int, str]``), or all of
+    them where it is the only parameter (``Q[int, str]`` is ``Q[[int, str]]``).
+    """
+    names = [param.__name__ for param in params]  # type: ignore[attr-defined]
+    kinds = [type(param).__name__ for param in params]
+    if kinds == ["ParamSpec"] and not (len(args) == 1 and isinstance(args[0], TypeList)):
+        return {names[0]: TypeList(args)}
+    if "TypeVarTuple" in kinds and len(args) >= len(params) - 1:
+        at = kinds.index("TypeVarTuple")
+        end = len(args) - (len(params) - at - 1)
+        return {
+            **dict(zip(names[:at], args[:at], strict=True)),
+            names[at]: TypeList(args[at:end]),
+            **dict(zip(names[at + 1 :], args[end:], strict=True)),
+        }
+    return dict(zip(names, args, strict=False))
+
+
+def _unpacked(typ: Type) -> UnboundType | None:
+    """The name that *typ* unpacks, ``*Ts`` or ``Unpack[Ts]``; else ``None``."""
+    if isinstance(typ, UnpackType) and isinstance(typ.type, UnboundType):
+        return typ.type
+    if isinstance(typ, UnboundType) and typ.name.rpartition(".")[2] in ("Unpack", "_Unpack") and len(typ.args) == 1:
+        inner = typ.args[0]
+        return inner if isinstance(inner, UnboundType) else None
+    return None
+
+
+def _rewritten_items(items: Sequence[Type], name_of: Callable[[str], str | Type]) -> list[Type]:
+    """*items*, each rewritten; an unpacked ``TypeVarTuple`` that is bound spread into the types it stands for."""
+    out: list[Type] = []
+    for item in items:
+        unpacked = _unpacked(item)
+        spread = name_of(unpacked.name) if unpacked is not None else None
+        if isinstance(spread, TypeList):
+            out += spread.items
+        else:
+            out.append(_rewrite(item, name_of))
+    return out
+
+
 _WRAPPERS: Final = NOT_FIELDS | {
     f"{module}.{name}" for module in ("typing", "typing_extensions") for name in ("Final", "Annotated")
 }
@@ -822,7 +867,9 @@ def _rewrite(typ: Type, name_of: Callable[[str], str | Type]) -> Type:
     if isinstance(typ, UnionType):
         return UnionType([_rewrite(item, name_of) for item in typ.items])
     if isinstance(typ, TypeList):
-        return TypeList([_rewrite(item, name_of) for item in typ.items])
+        return TypeList(_rewritten_items(typ.items, name_of))
+    if isinstance(typ, UnpackType):
+        return UnpackType(_rewrite(typ.type, name_of))
     if not isinstance(typ, UnboundType):
         return typ
     new = name_of(typ.name)
@@ -830,8 +877,9 @@ def _rewrite(typ: Type, name_of: Callable[[str], str | Type]) -> Type:
         return new
     # A string annotation, parsed, is written as the type it names; the strings in ``Literal[...]`` stay.
     literal = typ.name.rpartition(".")[2] == "Literal"
-    args = list(typ.args) if literal else [_rewrite(arg, name_of) for arg in typ.args]
-    return UnboundType(new, args, empty_tuple_index=typ.empty_tuple_index)
+    args = list(typ.args) if literal else _rewritten_items(typ.args, name_of)
+    empty = typ.empty_tuple_index or (bool(typ.args) and not args)  # ``tuple[*Ts]`` with Ts bound to no type
+    return UnboundType(new, args, empty_tuple_index=empty)
 
 
 def _nested_classes_last(cdef: ClassDef) -> None:

@@ -935,6 +935,59 @@ def test_an_init_var_without_a_default_stays_required_in_replace(
     assert "def __replace__(self, *, a: int = ..., needed: str, optional: int = ...) -> Record: ..." in stub
 
 
+def test_a_subclass_binds_a_type_var_tuple_and_a_param_spec_of_its_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The parameters were bound one argument each: Ts took one type and stayed unpacked, P took the next
+    # (``tuple[Unpack[int]]``, ``Callable[bytes, str]``); found by an outside tester.
+    stub = stub_of(
+        tmp_path,
+        monkeypatch,
+        "variadic_bases",
+        """
+        from dataclasses import dataclass
+        from typing import Callable, Generic, TypeVar
+        from typing_extensions import ParamSpec, TypeVarTuple, Unpack
+        from metakit import ZeroCopy
+
+        T = TypeVar("T")
+        Ts = TypeVarTuple("Ts")
+        P = ParamSpec("P")
+
+        @dataclass
+        class Adv(ZeroCopy, Generic[T, Unpack[Ts], P]):
+            items: tuple[Unpack[Ts]]
+            call: Callable[P, T]
+            pair: tuple[T, Unpack[Ts]]
+
+        @dataclass
+        class Sub(Adv[str, int, bytes, [int]]):
+            pass
+
+        @dataclass
+        class Nothing(Adv[str, [int]]):
+            pass
+
+        @dataclass
+        class Hook(ZeroCopy, Generic[P]):
+            call: Callable[P, int]
+
+        @dataclass
+        class FlatHook(Hook[int, str]):
+            pass
+        """,
+    )
+
+    def returns(name: str) -> str:
+        (method,) = members(stub, name)["astuple_zerocopy"]
+        return method.partition(" -> ")[2].partition(":\n")[0]
+
+    assert returns("Sub") == "_tuple[tuple[int, bytes], Callable[[int], str], tuple[str, int, bytes]]"
+    assert returns("Nothing") == "_tuple[tuple[()], Callable[[int], str], tuple[str]]"
+    assert returns("FlatHook") == "_tuple[Callable[[int, str], int]]"
+    assert "call: Callable[[int], str] = ..., pair: tuple[str, int, bytes] = ...) -> Sub" in stub
+
+
 if sys.version_info >= (3, 12):  # the syntax is new in 3.12
 
     def test_a_class_with_type_parameters_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
