@@ -2002,3 +2002,20 @@ def test_a_base_method_replaced_by_a_forwarder_shows_its_signature_and_source():
     assert "def astuple_zerocopy(self):" in inspect.getsource(Base.astuple_zerocopy)
     assert Sub(2).asdict_zerocopy() == {"a": 2}
     assert Base.astuple_zerocopy(Sub(3)) == (3,)
+
+
+def test_an_override_in_a_slots_dataclass_reaches_the_generated_code_through_the_function_form() -> None:
+    # README, Limits: before 3.14, zero-argument super() fails in a slots=True dataclass (CPython's gh-90562);
+    # the function form runs the generated code instead, on every version.
+    @dataclass(slots=True)
+    class Slotted(ZeroCopy):
+        num_tokens: int
+        wrapper: object = None
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> dict[str, Any]:
+            return metakit.asdict_zerocopy(self, {"wrapper", *(skip_fields or ())})
+
+    record = Slotted(3, object())
+    assert record.asdict_zerocopy() == {"num_tokens": 3}
+    assert record.asdict_zerocopy({"num_tokens"}) == {}
+    mt.assert_zerocopy_class(Slotted)
