@@ -216,7 +216,24 @@ class ZeroCopyPlugin(Plugin):
             return _asdict_function
         if function == ASTUPLE:
             return _astuple_function
+        if fullname == "builtins.dict":
+            return _dict_of_ours
         return None
+
+
+def _dict_of_ours(ctx: FunctionContext) -> Type:
+    """``dict(meta.asdict_zerocopy(), ...)``: a ``dict[str, Any]``, as without the plugin.
+
+    mypy reads a TypedDict as a mapping of ``object`` values, so a copy made of one would be a
+    ``dict[str, object]``, which no ``**`` call and no attribute of a value takes; engines copy the
+    result to add keys, and a copy is theirs to fill.
+    """
+    for typ in (typ for types in ctx.arg_types for typ in types):
+        proper = get_proper_type(typ)
+        if isinstance(proper, TypedDictType) and proper.fallback.type.fullname.endswith(f".{_FALLBACK}"):
+            str_type = ctx.api.named_generic_type("builtins.str", [])
+            return ctx.api.named_generic_type("builtins.dict", [str_type, AnyType(TypeOfAny.special_form)])
+    return ctx.default_return_type
 
 
 # What a TypedDict gets from mypy for the methods of its fallback that

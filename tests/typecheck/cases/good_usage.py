@@ -204,6 +204,17 @@ def splat_into_smaller_call(meta: FlashInferMetadata) -> None:
     decode_forward(**meta.asdict_zerocopy(skip_fields={"slot_mapping"}))
 
 
+def a_copy_made_with_dict_is_a_plain_dict(meta: FlashInferMetadata) -> None:
+    # As without the plugin (it was a dict[str, object], which no ** call takes: an outside tester).
+    kwargs = dict(meta.asdict_zerocopy())
+    kwargs["is_prompt"] = False
+    forward(**kwargs)
+    assert_type(dict(meta.asdict_zerocopy(), page_size=16), dict[str, Any])
+    assert_type(dict(meta.asdict_zerocopy(skip_fields={"slot_mapping"})), dict[str, Any])
+    pairs = [("a", 1)]
+    assert_type(dict(pairs), dict[str, int])  # other dicts as before
+
+
 def inheritance(
     flash: FlashAttentionMetadata,
     decode: DecodeMetadata,
