@@ -1447,7 +1447,9 @@ def _sizes_and_lanes(header: bytes | bytearray | memoryview, count: int) -> tupl
     """The sizes and lanes in the table of *header*, which ``buffer_count`` says lists *count* buffers."""
     values = (_TABLES.get(count) or _table_struct(count)).unpack_from(header)
     sizes, lanes = values[3 : 3 + count], values[3 + count :]
-    if (lanes and (lanes[0] or max(lanes) > 1)) or (count > 2 and min(sizes[2:]) < PACK_OWN_BUFFER):
+    # Buffer 1 is lane 1's shared buffer where it is in lane 1; any other after the first holds one large tensor.
+    own = sizes[2:] if count > 1 and lanes[1] else sizes[1:]
+    if (lanes and (lanes[0] or max(lanes) > 1)) or (own and min(own) < PACK_OWN_BUFFER):
         raise WireError(
             "the header's buffer table lists a lane other than 0 and 1, buffer 0 (lane 0's shared buffer) in "
             "another lane, or a small buffer of its own"

@@ -1479,7 +1479,8 @@ def _hostile_frames(marker: Path) -> list[tuple[str, int, bytes, list[int], str]
         ("a pool larger than the frame", 0, table[:8] + struct.pack("<Q", 1 << 20) + header[16:], [], "does not lie"),
         ("a buffer over max_bytes", 0, two_buffers[:-10] + struct.pack("<Q", 1 << 40) + b"\0\0", [], "over max_bytes"),
         ("a pickle that runs code", 0, _join(table, with_pickle), [], "does not read pickles"),
-        ("a small tensor in a buffer of its own", 0, _join(two_buffers, outside), [64], "a buffer of its own"),
+        # Refused from the table, before any buffer is received (it was refused once received).
+        ("a small tensor in a buffer of its own", 0, _join(two_buffers, outside), [], "a small buffer of its own"),
         ("the source's error, long", 1, bytes(range(256)) * 64, [], "could not send its record"),
         ("a frame of another layout", 0, header, [], "a frame of layout 7 arrived"),
         ("a rest's end with no rest", 0, header, [], "but none follows"),  # found by an outside tester
@@ -1628,6 +1629,18 @@ def test_a_table_of_many_small_buffers_is_refused_before_it_is_read() -> None:
     many = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, count) + bytes(8 * count) + bytes(count)
     _refused(_join(many, body), [b""] * 3, "lists 1000000 buffers, but 3 were given")
     _refused(_join(many, body), [b""] * count, "a small buffer of its own")
+
+
+def test_a_second_buffer_in_lane_0_is_a_large_tensors_own() -> None:
+    # Only lane 1's shared buffer may be small after the first (an outside tester read the format so, and a
+    # broadcast received a small one before the tensor in it was refused).
+    header, buffers = wire.pack(Step(4, torch.arange(4)))
+    _, body = _split(header)
+    small = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<2Q2B", len(buffers[0]), 64, 0, 0)
+    with pytest.raises(WireError, match="a small buffer of its own"):
+        wire.buffer_table(_join(small, body))
+    lane_1 = _TABLE_HEAD.pack(b"MKW", wire.FORMAT, 2) + struct.pack("<2Q2B", len(buffers[0]), 64, 0, 1)
+    assert [spec.lane for spec in wire.buffer_table(_join(lane_1, body))] == [0, 1]
 
 
 def test_a_lane_other_than_0_and_1_is_refused() -> None:
