@@ -931,10 +931,11 @@ class FieldChecks(NamedTuple):
         return self.specs[name].exact
 
 
-def field_checks(cls: type) -> FieldChecks:
-    """Resolve *cls*'s field annotations into checks (call it once per class)."""
+def field_checks(cls: type, of: Iterable[Field[Any]] | None = None) -> FieldChecks:
+    """Resolve *cls*'s field annotations into checks (call it once per class): of the fields *of*, as
+    ``fields(cls)`` gave them to the caller, or ``fields(cls)`` now."""
     specs: dict[str, _Spec] = {}
-    for f in fields(cls):
+    for f in fields(cls) if of is None else of:
         try:
             namespaces = _namespaces(cls, f)
             spec = spec_of(_resolve(f, namespaces), _Parser.reader(namespaces))

@@ -343,15 +343,15 @@ class BufferSpec(NamedTuple):
 class _Codec:
     """What the sender and the receiver need to know of a record class; made once per class.
 
-    It holds no reference to the class but a weak one (``lifetime``), and
-    resolves the annotations only when a record of the class first travels.
+    It holds no reference to the class but a weak one (``lifetime``), and is made (the
+    annotations resolved) only when a record of the class first travels.
     """
 
     __slots__ = (
         "_builder",
         "_call",
-        "_checks",
         "_encoder",
+        "checks",
         "default_names",
         "digest",
         "fields",
@@ -366,6 +366,8 @@ class _Codec:
     )
 
     def __init__(self, cls: type) -> None:
+        # First: a change to the class that comes while this is made leaves the codec stale, never current.
+        self.made_for = _made_for(cls)
         all_fields = fields(cls)
         self.name = f"{cls.__module__}:{cls.__qualname__}"
         self.fields = tuple(f.name for f in all_fields)
@@ -386,10 +388,9 @@ class _Codec:
         """The ``init=False`` fields without a default: a record has them only if they arrive or
         ``__post_init__`` sets them."""
         self._call: _Call | None = None
-        self._checks: FieldChecks | None = None
+        self.checks: FieldChecks = field_checks(cls, all_fields)  # of the same fields as the names above
         self._encoder: Encoder | bool | None = False
         self._builder: Builder | bool | None = False
-        self.made_for = _made_for(cls)
         key = id(cls)
         self.lifetime = weakref.ref(cls, lambda _: _codecs.pop(key, None))
         """A weak reference to the class, whose callback drops this codec from ``_codecs``."""
@@ -444,11 +445,6 @@ class _Codec:
             return []
         return [name for name in stranded(cls) if name not in names]
 
-    def checks(self, cls: type) -> FieldChecks:
-        if self._checks is None:
-            self._checks = field_checks(cls)
-        return self._checks
-
     def encoder(self, cls: type) -> Encoder | None:
         """The class's generated ``encode``, made the first time it is asked for; ``None`` where it has none.
 
@@ -462,7 +458,7 @@ class _Codec:
                 make_encoder(
                     cls.__qualname__,
                     names,
-                    self.checks(cls),
+                    self.checks,
                     asdict,
                     getattr(cls, "__getstate__", None),
                     usual=_USUAL_TABLES,
@@ -481,7 +477,7 @@ class _Codec:
         if self._builder is False:
             names = self.default_names
             self._builder = (
-                None if self.later else make_builder(names, self.checks(cls), _extension, positional_init(cls, names))
+                None if self.later else make_builder(names, self.checks, _extension, positional_init(cls, names))
             )
         return self._builder  # type: ignore[return-value]
 
@@ -909,24 +905,23 @@ class _Packer:
         kind = type(value)
         cls = type(obj)
         codec = _codec(cls)
+        check = codec.checks.checks.get(name)
+        if check is None:  # the class got other fields while this call ran
+            raise TypeError(f"{cls.__qualname__} changed while a record of it was sent: {name!r} is no field of it now")
         try:
-            matches = codec.checks(cls).checks[name](value)
+            matches = check(value)
         except RecursionError:  # a recursive annotation (``Tree = int | list["Tree"]``) on a value that holds itself
             self.refused(obj, name, _TooDeep(_TOO_DEEP))
         if not matches:
             if self.depth:  # a record inside a field's value: the field of the record packed is named
-                raise _Unmatched(*mismatch_at(codec.checks(cls), name, value))
-            raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks(cls), name, value)}")
+                raise _Unmatched(*mismatch_at(codec.checks, name, value))
+            raise TypeError(f"{cls.__qualname__} cannot be sent: {mismatch(codec.checks, name, value)}")
         if kind in _PLAIN and not self.strict and (kind is not int or _MIN_INT <= value <= _MAX_INT):  # type: ignore[operator]
             return value
         try:
             return self.tensor(value) if kind is _Tensor else self.value(value)  # type: ignore[arg-type]
         except _Refused as error:
-            if (
-                type(error) is _NotPlain
-                and not error.path
-                and not error.converts(codec.checks(cls).checks[name], value)
-            ):
+            if type(error) is _NotPlain and not error.path and not error.converts(check, value):
                 error = _NotPlain(kind, None)  # the field's annotation refuses it as its plain type too
             self.refused(obj, name, error)
 
@@ -2268,9 +2263,13 @@ def _field(cls: type, name: str, value: object) -> None:
     if not plain:
         what, path = _not_plain_data(value, f"$.{name}", _reading.reader.pickled)
         raise _Mismatched(cls.__qualname__, what, path)
-    checks = _codec(cls).checks(cls)
+    checks = _codec(cls).checks
+    check = checks.checks.get(name)
+    if check is None:  # the class got other fields while the record was read
+        what = f"{cls.__qualname__} changed while the record was read: {name!r} is no field of it now"
+        raise _Mismatched(cls.__qualname__, what, f"$.{name}")
     try:
-        if not checks.checks[name](value):
+        if not check(value):
             raise _Mismatched(cls.__qualname__, *mismatch_at(checks, name, value))
     except RecursionError:  # a recursive annotation on a pickled value that holds itself, or is too deep
         reason = f"the value at `$.{name}` is nested too deep to check, or holds itself"

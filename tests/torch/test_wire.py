@@ -9,6 +9,7 @@ V1 style common attention metadata holding tensors and their CPU twins.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import enum
 import gc
@@ -669,6 +670,58 @@ def test_a_class_renamed_decorated_again_or_given_another_init_after_it_travelle
     Made.__init__ = init
     with pytest.raises(TypeError, match="requires 'z'"):
         wire.pack(Made(4, "y", 0))
+
+
+def _decorate_again(cls: Any, annotations: dict[str, Any]) -> None:
+    cls.__annotations__ = annotations
+    for name in ("__init__", "__repr__", "__eq__"):
+        delattr(cls, name)
+    dataclass(cls)
+
+
+def test_a_class_decorated_again_while_its_codec_is_made_gets_a_new_one_at_its_next_call(monkeypatch) -> None:
+    # Another thread's change, between the codec's reading of the fields and of what it was made for, left a
+    # codec of the old fields that looked current: the class could not send its records (an outside tester).
+    @dataclass
+    class Changing(ZeroCopy):
+        a: int
+
+    read = wire.fields
+
+    def fields_then_a_change(cls: Any) -> Any:
+        found = read(cls)
+        if cls is Changing and len(found) == 1:
+            Changing.b = 0  # type: ignore[attr-defined]
+            _decorate_again(Changing, {"a": int, "b": int})
+        return found
+
+    monkeypatch.setattr(wire, "fields", fields_then_a_change)
+    with contextlib.suppress(TypeError):  # a call during the change may send either shape, or refuse
+        wire.pack(Changing(1))
+    monkeypatch.undo()
+    assert wire.unpack(*wire.pack(Changing(1, 2))) == Changing(1, 2)  # type: ignore[call-arg]
+
+
+def test_a_field_gone_while_its_record_is_sent_is_a_type_error_and_the_next_call_sends_the_new_fields() -> None:
+    # Each field's check was looked up in the class's codec of the moment: a field gone meanwhile raised KeyError.
+    change = False
+
+    @dataclass
+    class Shrinks(ZeroCopy):
+        a: int
+        b: int = 0
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> dict[str, Any]:
+            fields_now = super().asdict_zerocopy(skip_fields)
+            if change and "b" in Shrinks.__dataclass_fields__:
+                _decorate_again(Shrinks, {"a": int})  # as another thread might, while this record is sent
+            return fields_now
+
+    assert wire.unpack(*wire.pack(Shrinks(1, 2))) == Shrinks(1, 2)
+    change = True
+    with pytest.raises(TypeError, match="Shrinks changed while a record of it was sent: 'b' is no field of it now"):
+        wire.pack(Shrinks(1, 2))
+    assert wire.unpack(*wire.pack(Shrinks(1))) == Shrinks(1)
 
 
 def test_headers_and_buffers_that_do_not_match_are_refused() -> None:
