@@ -690,12 +690,13 @@ class _Checker:
             text = show(skip)
             call = form.text(text if by_position else f"skip_fields={text}")
             got = self._call(form, call, given) if by_position else self._call(form, call, skip_fields=given)
-            if isinstance(given, (set, list)) and given != make(skip):
-                now, before = collections.Counter(given), collections.Counter(skip)
+            if isinstance(given, (set, list, dict)) and given != make(skip):
+                now, before = collections.Counter(list(given)), collections.Counter(skip)  # a dict's keys, not counts
                 added, removed = sorted((now - before).elements()), sorted((before - now).elements())
                 changes = [f"it added {added}"] if added else []
                 changes += [f"it removed {removed}"] if removed else []
-                change = "; ".join(changes) or "it reordered it"
+                unchanged_names = "it changed its values" if isinstance(given, dict) else "it reordered it"
+                change = "; ".join(changes) or unchanged_names
                 self.fail(
                     form.role,
                     call,
@@ -1084,9 +1085,8 @@ def _kinds_taken(methods: Iterable[object]) -> list[str]:
         if annotation is inspect.Parameter.empty:
             kinds &= _OVERRIDE_KINDS
             continue
-        plain = isinstance(annotation, type) and not typing.get_args(annotation)  # a class: its name; else its text
-        text = annotation if isinstance(annotation, str) else annotation.__name__ if plain else str(annotation)
-        kinds &= frozenset().union(*(_TAKEN.get(name, {"set"}) for name in _outer_names(text) or ["Any"]))
+        names = _outer_names(_annotation_text(annotation)) or ["Any"]
+        kinds &= frozenset().union(*(_TAKEN.get(name, {"set"}) for name in _aliases_read(names, function.__globals__)))
     return [kind for kind in _SKIP_KINDS if kind in kinds] or ["set"]
 
 
@@ -1101,6 +1101,26 @@ else:
 
     def _signature(function: Callable[..., Any]) -> inspect.Signature:
         return inspect.signature(function)
+
+
+def _annotation_text(annotation: object) -> str:
+    if isinstance(annotation, str):
+        return annotation
+    plain = isinstance(annotation, type) and not typing.get_args(annotation)  # a class: its name; else its text
+    return annotation.__name__ if plain else str(annotation)  # type: ignore[attr-defined]
+
+
+def _aliases_read(names: list[str], namespace: dict[str, Any]) -> list[str]:
+    """*names*, each that names an alias in *namespace* (``SkipMap: TypeAlias = "Optional[Mapping[str, Any]]"``)
+    as the outer names of what it stands for: read from the namespace's dict, never evaluated."""
+    read = []
+    for name in names:
+        alias = namespace.get(name) if name not in _TAKEN else None
+        if isinstance(alias, str) or (alias is not None and typing.get_origin(alias) is not None):
+            read += _outer_names(_annotation_text(alias)) or ["Any"]
+        else:
+            read.append(name)
+    return read
 
 
 def _outer_names(text: str) -> list[str]:
