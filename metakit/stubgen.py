@@ -32,6 +32,7 @@ import re
 import sys
 import traceback
 import types
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, cast
@@ -78,7 +79,17 @@ from mypy.stubgen import (
     get_qualified_name,
     parse_source_file,
 )
-from mypy.types import AnyType, CallableType, Type, TypeList, TypeOfAny, UnboundType, UnionType, UnpackType
+from mypy.types import (
+    AnyType,
+    CallableType,
+    EllipsisType,
+    Type,
+    TypeList,
+    TypeOfAny,
+    UnboundType,
+    UnionType,
+    UnpackType,
+)
 from mypy.util import correct_relative_import
 from mypy.version import __version__ as mypy_version
 
@@ -608,28 +619,46 @@ class _Additions:
                 typ = expr_to_unanalyzed_type(expr, Options()) if isinstance(expr, IndexExpr) else None
                 args = typ.args if isinstance(typ, UnboundType) else ()
                 naming = self._naming(self._source(cls), {})
-                local = _bind(getattr(base, "__parameters__", ()), [_rewrite(arg, naming) for arg in args])
+                params = getattr(base, "__parameters__", ())
+                local = _bind(params, [_rewrite(arg, naming) for arg in args])
                 # A parameter that the base leaves out is its default, or Any (``class Sub(Box)``).
-                local.update(
-                    (param.__name__, self._default(param))
-                    for param in getattr(base, "__parameters__", ())[len(args) :]
-                    if type(param).__name__ == "TypeVar"
-                )
+                local.update((param.__name__, self._default(param)) for param in params if param.__name__ not in local)
                 bound = self._bindings(base, target)
                 return {param: _rewrite(typ, _substitute(local)) for param, typ in bound.items()}
         return {}
 
     def _default(self, param: object) -> Type:
         """The type that the type parameter *param* stands for where a subclass leaves it out: its default
-        where the stub can name it (``None`` or a class), else ``Any``."""
+        where the stub can name it (``None`` or classes), else ``Any``: for a ``ParamSpec``, a list of them or
+        ``...``; for a ``TypeVarTuple``, a ``TypeList`` of them or ``tuple[Any, ...]``, unpacked where it is used."""
+        kind = type(param).__name__
+        anything: Type = (
+            EllipsisType()
+            if kind == "ParamSpec"
+            else UnboundType("tuple", [UnboundType("_Any"), EllipsisType()])
+            if kind == "TypeVarTuple"
+            else UnboundType("_Any")
+        )
         try:
             default = getattr(param, "__default__", None)  # evaluated now, where PEP 695 wrote it
         except Exception:  # a default that names what is not defined at run time
-            return UnboundType("_Any")
+            return anything
         if default is None or type(default).__name__ == "NoDefaultType":
-            return UnboundType("None" if default is None and _has_default(param) else "_Any")
+            return UnboundType("None") if default is None and _has_default(param) and kind == "TypeVar" else anything
+        if kind != "TypeVar":
+            items = typing.get_args(default) if kind == "TypeVarTuple" else default
+            if not isinstance(items, (list, tuple)) or (kind == "TypeVarTuple" and ... in items):
+                return anything
+            named = [typ for item in items if (typ := self._named(item)) is not None]
+            return TypeList(named) if len(named) == len(items) else anything
+        return self._named(default) or UnboundType("_Any")
+
+    def _named(self, default: object) -> Type | None:
+        """The class *default* as the stub names it (importing its module), or ``None`` where it cannot."""
+        if default is None:
+            return UnboundType("None")
         if not isinstance(default, type) or "<" in default.__qualname__:
-            return UnboundType("_Any")
+            return None
         if default.__module__ in ("builtins", self.source.module.__name__):
             return UnboundType(default.__qualname__)
         self.imports[default.__module__] = None
@@ -809,6 +838,8 @@ def _bind(params: Sequence[object], args: list[Type]) -> dict[str, Type]:
     """
     names = [param.__name__ for param in params]  # type: ignore[attr-defined]
     kinds = [type(param).__name__ for param in params]
+    if not args:  # ``class Sub(Base)``: each its default
+        return {}
     if kinds == ["ParamSpec"] and not (len(args) == 1 and isinstance(args[0], TypeList)):
         return {names[0]: TypeList(args)}
     if "TypeVarTuple" in kinds and len(args) >= len(params) - 1:
