@@ -172,8 +172,9 @@ def _stubgen(prog: str, rest: list[str]) -> int:
     # A bad argument exits here, with stubgen's usage, before any module is imported.
     arguments = stubgen.arguments(prog).parse_args(rest)
     output = Path(arguments.output)
+    names = list(dict.fromkeys(arguments.modules))  # each once
     stubs = []
-    for name, module in zip(arguments.modules, _check_stubgen(arguments.modules, arguments.output), strict=True):
+    for name, module in zip(names, _check_stubgen(names, arguments.output), strict=True):
         try:
             stubs.append((stubgen.module_stub(module), module))
         except stubgen.UNREADABLE as error:

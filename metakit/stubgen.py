@@ -140,7 +140,7 @@ def main(argv: Sequence[str], prog: str = "python -m metakit stubgen") -> int:
     parser = arguments(prog)
     args = parser.parse_args(argv)
     stubs = []
-    for name in args.modules:  # every stub made before any is written
+    for name in dict.fromkeys(args.modules):  # each once, every stub made before any is written
         try:
             module = importlib.import_module(name)
         except ImportError as error:

@@ -675,7 +675,9 @@ def test_stubgen_of_a_package_and_its_module_writes_a_stub_for_each_or_none(cli,
         "@dataclass\nclass Meta(ZeroCopy):\n    x: int\n"
     )
     try:
-        result = cli("stubgen", "metakit_cli_pkg", "metakit_cli_pkg.metadata", "-o", str(tmp_path / "stubs"))
+        result = cli(
+            "stubgen", "metakit_cli_pkg", "metakit_cli_pkg.metadata", "metakit_cli_pkg", "-o", str(tmp_path / "stubs")
+        )
         assert result.status == 0, result.err
         stubs = tmp_path / "stubs" / "metakit_cli_pkg"
         assert result.out == f"wrote {stubs / '__init__.pyi'}\nwrote {stubs / 'metadata.pyi'}\n"
