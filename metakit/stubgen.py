@@ -647,10 +647,13 @@ class _Additions:
             return UnboundType("None") if default is None and _has_default(param) and kind == "TypeVar" else anything
         if kind != "TypeVar":
             items = typing.get_args(default) if kind == "TypeVarTuple" else default
-            if not isinstance(items, (list, tuple)) or (kind == "TypeVarTuple" and ... in items):
+            if not isinstance(items, (list, tuple)):
                 return anything
+            if kind == "TypeVarTuple" and len(items) == 2 and items[1] is ...:  # ``*tuple[int, ...]``
+                item = self._named(items[0])
+                return anything if item is None else UnboundType("tuple", [item, EllipsisType()])
             named = [typ for item in items if (typ := self._named(item)) is not None]
-            return TypeList(named) if len(named) == len(items) else anything
+            return TypeList(named) if len(named) == len(items) and ... not in items else anything
         return self._named(default) or UnboundType("_Any")
 
     def _named(self, default: object) -> Type | None:

@@ -1110,14 +1110,19 @@ def _annotation_text(annotation: object) -> str:
     return annotation.__name__ if plain else str(annotation)  # type: ignore[attr-defined]
 
 
-def _aliases_read(names: list[str], namespace: dict[str, Any]) -> list[str]:
-    """*names*, each that names an alias in *namespace* (``SkipMap: TypeAlias = "Optional[Mapping[str, Any]]"``)
-    as the outer names of what it stands for: read from the namespace's dict, never evaluated."""
+def _aliases_read(names: list[str], namespace: dict[str, Any], depth: int = 8) -> list[str]:
+    """*names*, each that names an alias in *namespace* (``SkipMap: TypeAlias = "Optional[Mapping[str, Any]]"``,
+    ``type SkipMap = ...``) as the outer names of what it stands for, looked up in the namespace's dict."""
     read = []
     for name in names:
-        alias = namespace.get(name) if name not in _TAKEN else None
+        alias = namespace.get(name) if name not in _TAKEN and depth else None
+        if type(alias).__name__ == "TypeAliasType":  # ``type SkipMap = ...`` (3.12+): its value, as Python reads it
+            try:
+                alias = alias.__value__  # type: ignore[union-attr]
+            except Exception:  # a value that names what is not defined: nothing to read
+                alias = None
         if isinstance(alias, str) or (alias is not None and typing.get_origin(alias) is not None):
-            read += _outer_names(_annotation_text(alias)) or ["Any"]
+            read += _aliases_read(_outer_names(_annotation_text(alias)) or ["Any"], namespace, depth - 1)
         else:
             read.append(name)
     return read

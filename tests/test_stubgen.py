@@ -1318,6 +1318,13 @@ def test_a_param_spec_or_type_var_tuple_a_subclass_leaves_out_is_its_default_or_
 
         @dataclass
         class M(N): pass
+
+        @dataclass
+        class Open[*Vs = *tuple[int, ...]](ZeroCopy):
+            rest: tuple[*Vs]
+
+        @dataclass
+        class O(Open): pass
         """,
     )
 
@@ -1326,6 +1333,7 @@ def test_a_param_spec_or_type_var_tuple_a_subclass_leaves_out_is_its_default_or_
         "_tuple[float, Callable[[bytes], float]]",  # I
         "_tuple[str, tuple[int, bytes]]",  # K
         "_tuple[tuple[*tuple[_Any, ...]], Callable[..., int]]",  # M
+        "_tuple[tuple[*tuple[int, ...]]]",  # O
     ):
         assert f"def astuple_zerocopy(self) -> {returned}: ..." in stub
 

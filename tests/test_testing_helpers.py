@@ -2487,6 +2487,37 @@ class ByLiveAlias(ByText):
 """
 
 
+TYPE_STATEMENT_OVERRIDES = """
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from metakit import ZeroCopy
+
+type Inner = Mapping[str, Any]
+type SkipMap = Optional[Inner]
+
+
+@dataclass
+class ByTypeStatement(ZeroCopy):
+    a: int
+    wrapper: object = None
+
+    def asdict_zerocopy(self, skip_fields: SkipMap = None) -> dict[str, Any]:
+        return super().asdict_zerocopy(["wrapper", *(skip_fields.keys() if skip_fields is not None else ())])
+"""
+
+
+def test_an_override_annotated_by_a_type_statement_gets_the_kinds_its_value_names(tmp_path, monkeypatch):
+    if sys.version_info < (3, 12):  # the statement is new in 3.12
+        return
+    (tmp_path / "type_statement_overrides.py").write_text(TYPE_STATEMENT_OVERRIDES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert_zerocopy_class(importlib.import_module("type_statement_overrides").ByTypeStatement)
+    finally:
+        sys.modules.pop("type_statement_overrides", None)
+
+
 def test_an_override_annotated_by_an_alias_gets_the_kinds_the_alias_names(tmp_path, monkeypatch):
     # Under `from __future__ import annotations` the annotation is the alias's name: it was read as a set's
     # (found by an outside tester). The alias is read from the module's dict, never evaluated.
