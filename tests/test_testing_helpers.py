@@ -2507,26 +2507,22 @@ class ByTypeStatement(ZeroCopy):
 """
 
 
-def test_an_override_annotated_by_a_type_statement_gets_the_kinds_its_value_names(tmp_path, monkeypatch):
-    if sys.version_info < (3, 12):  # the statement is new in 3.12
+@pytest.mark.parametrize(
+    ("source", "names", "since"),
+    [(ALIASED_OVERRIDES, ["ByText", "ByLiveAlias"], (3, 10)), (TYPE_STATEMENT_OVERRIDES, ["ByTypeStatement"], (3, 12))],
+    ids=["alias", "type-statement"],
+)
+def test_an_override_annotated_by_an_alias_gets_the_kinds_the_alias_names(tmp_path, monkeypatch, source, names, since):
+    # Under `from __future__ import annotations` the annotation is the alias's name: it was read as a set's, as
+    # was a `type` statement's alias (found by outside testers). The alias is looked up in the module's dict.
+    if sys.version_info < since:  # the type statement is new in 3.12
         return
-    (tmp_path / "type_statement_overrides.py").write_text(TYPE_STATEMENT_OVERRIDES)
+    (tmp_path / "aliased_overrides.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        assert_zerocopy_class(importlib.import_module("type_statement_overrides").ByTypeStatement)
-    finally:
-        sys.modules.pop("type_statement_overrides", None)
-
-
-def test_an_override_annotated_by_an_alias_gets_the_kinds_the_alias_names(tmp_path, monkeypatch):
-    # Under `from __future__ import annotations` the annotation is the alias's name: it was read as a set's
-    # (found by an outside tester). The alias is read from the module's dict, never evaluated.
-    (tmp_path / "aliased_overrides.py").write_text(ALIASED_OVERRIDES)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    module = importlib.import_module("aliased_overrides")
-    try:
-        assert_zerocopy_class(module.ByText)
-        assert_zerocopy_class(module.ByLiveAlias)
+        module = importlib.import_module("aliased_overrides")
+        for name in names:
+            assert_zerocopy_class(getattr(module, name))
     finally:
         sys.modules.pop("aliased_overrides", None)
 
