@@ -68,13 +68,22 @@ _MAKER_SLOTS: Final = tuple(
 """Where the maker's code holds each method's code, by the method's name."""
 
 
+def _maker(codes: dict[str, CodeType]) -> CodeType:
+    """The code of a function that makes the three functions of *codes*: ``_MAKER``'s, running them."""
+    consts = list(_MAKER.co_consts)
+    for index, method in _MAKER_SLOTS:
+        consts[index] = codes[method]
+    return _MAKER.replace(co_consts=tuple(consts))
+
+
 class _Source:
     """The code that the live classes of one name and layout share, and its ``linecache`` entry."""
 
-    __slots__ = ("__weakref__", "codes", "entry")
+    __slots__ = ("__weakref__", "codes", "entry", "maker")
 
-    def __init__(self, codes: dict[str, CodeType], entry: tuple[int, None, list[str], str]) -> None:
+    def __init__(self, codes: dict[str, CodeType], maker: CodeType, entry: tuple[int, None, list[str], str]) -> None:
         self.codes = codes
+        self.maker = maker  # ``_maker(codes)``
         self.entry = entry  # (size, mtime, lines, filename): a None mtime tells ``checkcache`` to keep it
 
     @property
@@ -104,11 +113,7 @@ class GeneratedMethods:
         # that holds it, a cycle that only the garbage collector ends.  It has
         # no ``__name__``: ``torch.compile`` reads the globals of a function
         # whose globals name a module from that module, which holds none of these.
-        namespace = {**_GLOBALS, _SOURCE: source}
-        consts = list(_MAKER.co_consts)
-        for index, method in _MAKER_SLOTS:
-            consts[index] = source.codes[method]
-        maker = FunctionType(_MAKER.replace(co_consts=tuple(consts)), namespace)
+        maker = FunctionType(source.maker, {**_GLOBALS, _SOURCE: source})
         self.asdict, self.astuple, self.replace = maker(module)
         if sys.version_info < (3, 11):  # later, a function takes its qualified name from its code
             for function in (self.asdict, self.astuple, self.replace):
@@ -230,15 +235,21 @@ def _share(key: tuple[str, Layout], qualname: str) -> _Source:
     entry = _claim(label, [top, *body], len(top) + body_size)
     filename = entry[3]
     try:
-        codes = _codes(layout, qualname, entry) if compiled is None else named(compiled.codes, filename, qualname)
-        source = _Source(codes, entry)
+        if compiled is None:
+            codes = _codes(layout, qualname, entry)
+            maker = _maker(codes)
+        else:
+            codes = named(compiled.codes, filename, qualname)
+            # A class made again under its old names runs the very same code.
+            maker = compiled.maker if codes is compiled.codes else _maker(codes)
+        source = _Source(codes, maker, entry)
     except BaseException:
         linecache.cache.pop(filename, None)
         raise
     if compiled is None and len(layout.names) <= _MOST_FIELDS_KEPT:
         if len(_compiled) >= _MOST_LAYOUTS:
             _compiled.clear()
-        _compiled[layout] = _Compiled(body, body_size, codes)
+        _compiled[layout] = _Compiled(body, body_size, codes, source.maker)
     lifetime = _Lifetime(source, _forget)
     lifetime.key = key
     lifetime.entry = entry
@@ -254,6 +265,8 @@ class _Compiled(NamedTuple):
     body_size: int
     """The length of the body's text: the size of a ``linecache`` entry is its text's."""
     codes: dict[str, CodeType]
+    maker: CodeType
+    """``_maker(codes)``."""
 
 
 _compiled: Final[dict[Layout, _Compiled]] = {}

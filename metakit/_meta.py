@@ -166,7 +166,7 @@ def _needs_methods_of_its_own(cls: type, namespace: Mapping[str, Any]) -> bool:
         return True
     mro = cls.__mro__
     for at, base in enumerate(mro[1:], 1):  # read from their dicts: a metaclass's __getattr__ runs no code here
-        if holds_fields(base.__dict__):
+        if type(base.__dict__.get("__dataclass_fields__")) is dict:  # holds_fields, without a call per base
             up_to_fields = mro[1 : at + 1]
             break
     else:
