@@ -13,6 +13,8 @@ import dataclasses
 import sys
 from typing import Any, NoReturn
 
+from metakit._fields import included_names
+
 
 class SkipFieldsError(TypeError):
     """A ``skip_fields`` that is not an iterable of field names (a ``TypeError``)."""
@@ -93,6 +95,27 @@ def _skip_fields_failed(skip_fields: object, error: BaseException | None = None)
     raise error  # raised by the iterable itself: its own error
 
 
+def _asdict_kept(obj: object, skip_fields: object) -> dict[str, Any]:
+    """``asdict_zerocopy(skip_fields)`` where a field could not be read: the fields that *skip_fields*
+    does not name, each read once, as the ``fields()`` comprehension reads them (a field that cannot be
+    read, such as an ``init=False`` field not set yet, is fine where it is skipped)."""
+    if type(skip_fields) not in _NAME_COLLECTIONS and isinstance(skip_fields, (str, bytes)):
+        raise _skip_fields_text(skip_fields) from None
+    kept = dict.fromkeys(included_names(type(obj)))
+    try:
+        for name in skip_fields:  # type: ignore[attr-defined]  # a TypeError if not iterable, as below
+            try:
+                del kept[name]
+            except (KeyError, TypeError):  # not a name kept, or not hashable
+                _check_skipped(obj, name)
+    except TypeError:
+        _skip_fields_failed(skip_fields)
+    try:
+        return {name: getattr(obj, name) for name in kept}
+    except AttributeError as error:  # a field kept that cannot be read: its error alone, as fields() gives it
+        raise error from None
+
+
 def _replace_by_dataclasses(obj: object, changes: dict[str, Any]) -> Any:
     """``dataclasses.replace(obj, **changes)``: for what it refuses, with its own error."""
     return dataclasses.replace(obj, **changes)  # type: ignore[type-var]  # obj is a dataclass instance
@@ -106,6 +129,7 @@ GLOBALS: dict[str, Any] = {
     "_skip_fields_text": _skip_fields_text,
     "_check_skipped": _check_skipped,
     "_skip_fields_failed": _skip_fields_failed,
+    "_asdict_kept": _asdict_kept,
     "_replace_by_dataclasses": _replace_by_dataclasses,
 }
 """The helpers, by the names generated code calls them."""

@@ -81,7 +81,9 @@ def header(owner: str) -> str:
 
 # The plain call returns the dict display itself.  A call with skip_fields
 # builds the same display, then deletes the skipped names from it: cheaper
-# than building a second one.  A name that is missing from it costs nothing
+# than building a second one.  Where a field cannot be read (an ``init=False``
+# field not set yet), it reads only the fields that it keeps, as the
+# ``fields()`` comprehension does: the field may be one that it skips.  A name that is missing from it costs nothing
 # until it turns out to be missing, and a skip_fields that is no iterable of
 # names costs nothing until it fails; only then do the helpers in ``_errors``
 # tell what is wrong.  (Each local costs every call, even the plain one: so
@@ -91,9 +93,11 @@ _ASDICT_HEAD: Final = (
     "    if skip_fields is None:\n",
     "        return {\n",
 )
-_ASDICT_SKIPPING: Final = ("        }\n", "    d = {\n")
+_ASDICT_SKIPPING: Final = ("        }\n", "    try:\n", "        d = {\n")
 _ASDICT_TAIL: Final = (
-    "    }\n",
+    "        }\n",
+    "    except AttributeError:  # a field that cannot be read: read only those kept\n",
+    "        return _asdict_kept(self, skip_fields)\n",
     # Sets, lists and tuples are never text: only other types pay for isinstance().
     "    if type(skip_fields) not in _NAME_COLLECTIONS and isinstance(skip_fields, (str, bytes)):\n",
     "        raise _skip_fields_text(skip_fields)\n",
@@ -162,10 +166,10 @@ def function_lines(layout: Layout) -> list[str]:
     """The lines of the three generated functions for *layout*, each with its newline."""
     included = layout.included
     attributes = [f"        self.{name},\n" for name in included]
-    items = [f"        '{name}': self.{name},\n" for name in included]
+    items = [f"            '{name}': self.{name},\n" for name in included]
     lines = [
         *_ASDICT_HEAD,
-        *[f"    {item}" for item in items],
+        *items,
         *_ASDICT_SKIPPING,
         *items,
         *_ASDICT_TAIL,
@@ -201,9 +205,12 @@ def methods_source(layout: Layout, owner: str) -> str:
             return {
                 'is_prompt': self.is_prompt,
             }
-        d = {
-            'is_prompt': self.is_prompt,
-        }
+        try:
+            d = {
+                'is_prompt': self.is_prompt,
+            }
+        except AttributeError:  # a field that cannot be read: read only those kept
+            return _asdict_kept(self, skip_fields)
         if type(skip_fields) not in _NAME_COLLECTIONS and isinstance(skip_fields, (str, bytes)):
             raise _skip_fields_text(skip_fields)
         try:

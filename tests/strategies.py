@@ -66,6 +66,8 @@ NAME_POOL = [
     "_skip_fields_text",
     "_check_skipped",
     "_skip_fields_failed",
+    "_asdict_kept",
+    "AttributeError",
     "_replace_by_dataclasses",
 ]
 
