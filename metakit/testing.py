@@ -356,8 +356,10 @@ def _fill(obj: object, cls: type, notes: tuple[str, ...]) -> tuple[str, ...]:
 def _sentinel(kind: type | None, label: str) -> Any:
     """A value of its own for a field whose annotation names *kind*: one that a copy always changes.
 
-    A tensor is strided (``contiguous()`` copies it) and of a dtype that the
-    usual conversions (``float()``, ``long()``, ``to(torch.int32)``) copy; a
+    A tensor is strided (``contiguous()`` copies it), of a dtype that the
+    usual conversions (``float()``, ``long()``, ``to(torch.int32)``) copy, and
+    holds a negative and a positive value, which every usual change in place
+    (``zero_()``, ``mul_(2)``, ``abs_()``, ``relu_()``, ``clamp_(min=0)``) changes; a
     list or a dict holds one sentinel, so that code that copies only lists
     or dicts (``list(value)``, ``dict(value)``) runs on it; any other field
     gets an object of its own.
@@ -369,7 +371,7 @@ def _sentinel(kind: type | None, label: str) -> Any:
     if kind is dict:
         return {"key": _Sentinel(f"{label}['key']")}
     torch = sys.modules["torch"]
-    return torch.zeros(4, dtype=torch.int16)[::2]
+    return torch.tensor([-3, 0, 7, 0], dtype=torch.int16)[::2]
 
 
 class _Kinds:
@@ -655,11 +657,13 @@ class _Checker:
             rest = [key for key in keys if key != self.every[0]]
             self._call_dict(form, [self.every[0]], rest, by_position=True, kind=kind)
         if keys:
-            # The first key and the last: an iterator read twice, or read by ``in``, loses the second.
+            # The first key and the last, in both orders: an iterator read twice, or read by ``in`` for
+            # either name, loses what comes before it.
             names = list(dict.fromkeys([keys[0], keys[-1]]))
             rest = [key for key in keys if key not in names]
             for each in kinds:
                 self._call_dict(form, names, rest, kind=each)
+                self._call_dict(form, names[::-1], rest, kind=each)
             if self._call_dict(form, names, rest, kind=kind) is self._call_dict(form, names, rest, kind=kind):
                 call = form.text(f"skip_fields={_SKIP_KINDS[kind][1](names)}")
                 self.fail(form.role, call, "returned the same dict twice; it must return a new one each call")

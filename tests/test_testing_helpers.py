@@ -2543,6 +2543,25 @@ def test_an_override_annotated_iterable_gets_an_iterator_too():
 
 
 @dataclass
+class ReadsUpToTheFirstKey(_HoldsAWrapper):
+    def asdict_zerocopy(self, skip_fields: Optional[Iterable[str]] = None) -> Dict[str, Any]:  # noqa: UP006, UP045
+        names = ["wrapper"]
+        if skip_fields is not None and "num_prefills" in skip_fields:  # reads an iterator up to that name
+            names.append("num_prefills")
+        if skip_fields is not None:
+            names += [name for name in skip_fields if name != "num_prefills"]
+        return super().asdict_zerocopy(names)
+
+
+def test_an_override_that_reads_an_iterator_up_to_one_name_is_reported():
+    # (An outside tester: the first key and the last were passed in field order only, which this passes.)
+    obj = ReadsUpToTheFirstKey(1, [2])
+    assert obj.asdict_zerocopy(iter(["num_prefills", "slot_mapping"])) == {}
+    with pytest.raises(AssertionError, match=r"skip_fields=iter\(\['slot_mapping', 'num_prefills'\]\)"):
+        assert_zerocopy_class(ReadsUpToTheFirstKey)
+
+
+@dataclass
 class LeavesOutAnUnsetField(metakit.ZeroCopy):
     num_tokens: int
     slot_mapping: list = field(init=False)

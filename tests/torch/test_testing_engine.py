@@ -302,3 +302,28 @@ def test_an_override_that_writes_into_a_tensor_field_is_blamed_for_it(check):
     record = Step(torch.arange(4.0).reshape(2, 2).t())  # strided: compared by its values, not its bytes in order
     with pytest.raises(AssertionError, match=r"changed what the instance's field 'slot_mapping' holds"):
         assert_zerocopy(record) if check == "instance" else assert_zerocopy_class(Step)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda tensor: tensor.zero_(),
+        lambda tensor: tensor.mul_(2),
+        lambda tensor: tensor.abs_(),
+        lambda tensor: tensor.relu_(),
+        lambda tensor: tensor.clamp_(min=0),
+    ],
+    ids=["zero_", "mul_", "abs_", "relu_", "clamp_"],
+)
+def test_an_override_that_changes_a_tensor_field_in_place_is_reported_with_no_instance(change):
+    # (An outside tester: the class check's tensor held zeros, which these changes leave as they were.)
+    @dataclass
+    class Step(ZeroCopy):
+        seq_lens: torch.Tensor
+
+        def asdict_zerocopy(self, skip_fields=None):
+            change(self.seq_lens)
+            return super().asdict_zerocopy(skip_fields)
+
+    with pytest.raises(AssertionError, match=r"changed what the instance's field 'seq_lens' holds"):
+        assert_zerocopy_class(Step)
