@@ -28,7 +28,7 @@ from typing import Any, Final, NamedTuple
 
 from metakit._errors import GLOBALS
 from metakit._fields import ASDICT, ASTUPLE, REPLACE, Layout
-from metakit._source import function_lines, header, label_of, unwritable, why_unwritable
+from metakit._source import function_lines, header, label_of, why_unwritable, writable
 from metakit._template import compile_methods, named, template_for
 
 STATE: Final = sys.intern("<metakit>")  # interned, as attribute names are
@@ -278,8 +278,8 @@ _MOST_FIELDS_KEPT: Final = 100
 
 def _body(label: str, layout: Layout) -> list[str]:
     """The source lines of *layout*'s functions, below the header; ``TypeError`` for a name that cannot be written."""
-    name = unwritable(layout.names)
-    if name is not None:
+    if not writable(layout.names):
+        name = next(name for name in layout.names if not writable([name]))
         raise TypeError(
             f"{label} has a field named {name!r}, which cannot be written into source: {why_unwritable(name)}"
         )

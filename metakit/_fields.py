@@ -186,7 +186,8 @@ def layout_of(cls: type) -> Layout:
             roles.append(REQUIRED if kind is _INITVAR and f.default is _MISSING else CARRIED)
         else:
             roles.append(REFUSED)
-        if kind is not _INITVAR and (f.metadata is _NO_METADATA or not is_omitted(f)):  # most fields have none
+        # A field as dataclasses.fields() gives them (not an InitVar, nor an entry of no kind).
+        if kind is _PLAIN_FIELD and (f.metadata is _NO_METADATA or not is_omitted(f)):  # most fields have none
             included.append(name)
     by_position = not keyword_only and takes_by_position(cls, tuple(arguments))
     return Layout(tuple(names), "".join(roles), tuple(included), True, by_position)

@@ -31,7 +31,7 @@ from metakit._combined import PROBE, check_cooperates, cooperating, probed
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._overrides import DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing
-from metakit._source import label_of, unwritable
+from metakit._source import label_of, writable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
 
@@ -196,7 +196,7 @@ def _watched_set(cls: type, name: str, users: bool) -> None:
         if not holds_fields(namespace):
             return
         init_next = "__init__" not in namespace and getattr(namespace.get("__dataclass_params__"), "init", False)
-        if init_next and unwritable(namespace["__dataclass_fields__"]) is None:
+        if init_next and writable(namespace["__dataclass_fields__"]):
             if STATE not in namespace:
                 return
             _drop_methods(cls)  # first, so that the new code takes the class's own file name

@@ -25,8 +25,8 @@ from metakit._fields import ASDICT, ASTUPLE, REFUSED, REPLACE, REQUIRED, Layout,
 _KEYWORDS: Final = frozenset([*keyword.kwlist, "__debug__"])
 
 
-def unwritable(names: Iterable[object]) -> object | None:
-    """The first of *names* that cannot be written into source as an attribute name, or ``None``.
+def writable(names: Iterable[object]) -> bool:
+    """Whether each of *names* can be written into source as an attribute name.
 
     The parser reads identifiers in NFKC form, so a name that is not in that
     form would name another attribute; ``__debug__`` cannot be a keyword
@@ -40,12 +40,12 @@ def unwritable(names: Iterable[object]) -> object | None:
             or text in _KEYWORDS
             or not (text.isascii() or unicodedata.normalize("NFKC", text) == text)
         ):
-            return name
-    return None
+            return False
+    return True
 
 
 def why_unwritable(name: object) -> str:
-    """Why ``unwritable`` refuses *name*, for an error message."""
+    """Why ``writable`` refuses *name*, for an error message."""
     if not isinstance(name, str):
         return f"it is a {type(name).__qualname__}, not a str"
     text = as_text(name)

@@ -95,7 +95,7 @@ from metakit._codegen import STATE, holds_generated
 from metakit._errors import _check_skipped, _skip_fields_failed, _skip_fields_text, describe
 from metakit._fields import CLASS_DICT, is_omitted, stranded
 from metakit._meta import ZeroCopyFields, zerocopy_classes
-from metakit._source import printable, unwritable
+from metakit._source import printable, writable
 from metakit._wire_plan import OBJECT_NEW, TYPE_CALL, Builder, Encoder, make_builder, make_encoder, positional_init
 from metakit._wire_plan import Refused as _Refused
 from metakit._wire_types import FieldChecks, field_checks, key_step, mismatch, mismatch_at, type_name
@@ -467,7 +467,7 @@ class _Codec:
                 and _custom_getstate(cls) is None
                 and self.callable_with(cls, names)
                 and not self.stranded(cls, names)
-                and unwritable(names) is None  # the names are written into the encoder's source
+                and writable(names)  # the names are written into the encoder's source
                 else None
             )
         return self._encoder  # type: ignore[return-value]

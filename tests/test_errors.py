@@ -495,6 +495,20 @@ def test_a_field_name_that_cannot_be_written_raises_type_error_at_class_creation
     assert metakit_entries() <= before  # nothing registered for the refused class
 
 
+def test_a_fields_entry_named_none_is_refused_saying_so():
+    # (An outside tester: a Field that was never given a name made the assignment fail deep inside, with
+    # "sequence item 0: expected str instance"; ``unwritable`` returned the name found, here None.)
+    class Hand(ZeroCopy):
+        pass
+
+    with pytest.raises(TypeError) as error:
+        Hand.__dataclass_fields__ = {"a": field()}
+    assert str(error.value) == (
+        f"{Hand.__module__}.{Hand.__qualname__} has a field named None, which cannot be written into source: "
+        "it is a NoneType, not a str"
+    )
+
+
 _BAD_NAMES = ["not-ident", "class", "1x", "\ufb01eld", "\u210cx", "__debug__", "", "a b", "x\n", "None", "True"]
 
 

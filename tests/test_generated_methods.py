@@ -2108,6 +2108,28 @@ def test_skip_fields_none_empty_or_every_field():
     assert obj.asdict_zerocopy(["a", "b", "c", "wrapper"]) == {}
 
 
+@pytest.mark.parametrize("base", [ZeroCopy, object], ids=["ZeroCopy", "plain"])
+def test_an_entry_of_no_field_kind_is_no_field_but_replace_carries_it_as_dataclasses_does(base):
+    # (An outside tester: a hand-made fields dict's entry whose kind was never set, which
+    # dataclasses.fields() leaves out, was returned by asdict_zerocopy and astuple_zerocopy.)
+    class Hand(base):
+        def __init__(self, x, a):
+            self.x, self.a = x, a
+
+    real, odd = field(), field()
+    real.name, real._field_type, real.type = "x", dataclasses._FIELD, int
+    odd.name, odd.type = "a", int  # no kind: not a field to dataclasses.fields()
+    Hand.__dataclass_fields__ = {"x": real, "a": odd}
+    obj = Hand(1, 2)
+    assert [f.name for f in dataclasses.fields(obj)] == ["x"]
+    assert metakit.asdict_zerocopy(obj) == {"x": 1}
+    assert metakit.astuple_zerocopy(obj) == (1,)
+    if base is ZeroCopy:
+        assert obj.asdict_zerocopy() == {"x": 1}
+        assert obj.astuple_zerocopy() == (1,)
+    assert vars(metakit.replace(obj, x=3)) == vars(dataclasses.replace(obj, x=3)) == {"x": 3, "a": 2}
+
+
 @dataclass
 class SetLater(ZeroCopy):
     a: int
