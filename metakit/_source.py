@@ -84,9 +84,9 @@ def header(owner: str) -> str:
 # than building a second one.  Where a field cannot be read (an ``init=False``
 # field not set yet), it reads only the fields that it keeps, as the
 # ``fields()`` comprehension does: the field may be one that it skips.  A
-# name that is missing from it costs nothing until it turns out to be missing, and a skip_fields that is no iterable of
-# names costs nothing until it fails; only then do the helpers in ``_errors``
-# tell what is wrong.  (Each local costs every call, even the plain one: so
+# name that is missing from it costs nothing until it turns out to be
+# missing, and a skip_fields that is no iterable of names costs nothing until
+# it fails; only then do the helpers in ``_errors`` tell what is wrong.  (Each local costs every call, even the plain one: so
 # the ``except`` clause names no exception.)
 _ASDICT_HEAD: Final = (
     f"def {ASDICT}(self, skip_fields=None):\n",
