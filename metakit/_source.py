@@ -86,8 +86,9 @@ def header(owner: str) -> str:
 # ``fields()`` comprehension does: the field may be one that it skips.  A
 # name that is missing from it costs nothing until it turns out to be
 # missing, and a skip_fields that is no iterable of names costs nothing until
-# it fails; only then do the helpers in ``_errors`` tell what is wrong.  (Each local costs every call, even the plain one: so
-# the ``except`` clause names no exception.)
+# it fails; only then do the helpers in ``_errors`` tell what is wrong.  (Each
+# local costs every call, even the plain one: so no ``except`` clause binds
+# its exception to a name.)
 _ASDICT_HEAD: Final = (
     f"def {ASDICT}(self, skip_fields=None):\n",
     "    if skip_fields is None:\n",
