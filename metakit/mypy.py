@@ -540,11 +540,24 @@ def _omit_mark(metadata: Expression) -> bool | str | None:
             splat = _omit_mark(value)
             if splat != _ABSENT:
                 mark = splat
-        elif not isinstance(key, StrExpr):
+            continue
+        text = _key_text(key)
+        if text is None:
             return None
-        elif key.value == OMIT_KEY:
+        if text == OMIT_KEY:
             mark = _bool_literal(value)
     return mark
+
+
+def _key_text(key: Expression) -> str | None:
+    """The text of the dict key *key*: a string, or a name declared ``Final`` with a string (``DOC: Final = "doc"``,
+    which nothing can rebind); ``None`` for any other key, which only a run can tell."""
+    if isinstance(key, StrExpr):
+        return key.value
+    if isinstance(key, RefExpr) and isinstance(key.node, Var) and key.node.is_final:
+        value = key.node.final_value
+        return value if isinstance(value, str) else None
+    return None
 
 
 def _is_dict_call(expr: Expression) -> bool:

@@ -305,9 +305,9 @@ def test_vllm_shaped_cases_assert_what_runs(case_modules: None) -> None:
     tensor = importlib.import_module("engine_base").Tensor()
     paged = backends.PagedMetadata(1, 2, 3, tensor, None, None, 4, None, True)
     assert list(paged.asdict_zerocopy()) == list(runner.PagedDict.__annotations__)
-    # handle (OMIT in a plain dataclass base), extra, seeds, merged and copied are left out.
+    # handle (OMIT in a plain dataclass base), extra, seeds, merged, copied and keyed are left out.
     sampling = backends.SamplingMetadata()
-    assert list(sampling.asdict_zerocopy()) == ["temperature", "selected", "kept", "unmarked"]
+    assert list(sampling.asdict_zerocopy()) == ["temperature", "selected", "kept", "unmarked", "kept_by_name"]
     wrapper = backends.WrapperMetadata(1, 2, 3, tensor, True)
     assert "decode_wrapper" not in wrapper.asdict_zerocopy()
     assert "decode_wrapper" in metakit.asdict_zerocopy(wrapper)

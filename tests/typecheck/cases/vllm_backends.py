@@ -9,7 +9,7 @@ backend declares, which must type-check as it is, with the plugin or without.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, Final, List, Optional, Set
 
 from engine_base import Tensor
 
@@ -77,6 +77,10 @@ class SamplingBase:
     temperature: float = 1.0
 
 
+DOC_KEY: Final = "doc"
+OMIT_MARK: Final = "metakit.omit"  # OMIT's key, as a constant
+
+
 @dataclass
 class SamplingMetadata(SamplingBase, ZeroCopy):
     selected: Optional[Tensor] = None
@@ -86,3 +90,5 @@ class SamplingMetadata(SamplingBase, ZeroCopy):
     merged: object = field(default=None, metadata={**OMIT} | {"doc": "merged with |"})
     copied: object = field(default=None, metadata=dict(OMIT, doc="a copy"))
     unmarked: object = field(default=None, metadata={"doc": "x"} | {"metakit.omit": False})
+    keyed: object = field(default=None, metadata={**OMIT, DOC_KEY: "a key by a Final name"})
+    kept_by_name: object = field(default=None, metadata={**OMIT, OMIT_MARK: False})

@@ -115,9 +115,9 @@ def typevar_receivers(meta: M) -> None:
 
 
 def plain_dataclass_base(sampling: SamplingMetadata) -> None:
-    # handle is OMIT in a plain dataclass base; extra, seeds, merged and copied are OMIT;
-    # kept and unmarked are not.
-    assert_type(sampling.astuple_zerocopy(), tuple[float, Optional[Tensor], object, object])
+    # handle is OMIT in a plain dataclass base; extra, seeds, merged, copied and keyed are OMIT;
+    # kept, unmarked and kept_by_name are not (keys given by Final names are read as their text).
+    assert_type(sampling.astuple_zerocopy(), tuple[float, Optional[Tensor], object, object, object])
 
 
 def typed_dict_methods(meta: PagedMetadata) -> None:
