@@ -606,7 +606,7 @@ class _Additions:
             written = _unmangled(klass, name)
             for stmt in cdef.defs.body if cdef is not None else ():
                 if isinstance(stmt, AssignmentStmt) and stmt.unanalyzed_type is not None and _assigns(stmt, written):
-                    return klass, stmt.unanalyzed_type
+                    return klass, _valued(stmt, source)
         return None
 
     def _bindings(self, cls: type, target: type) -> dict[str, Type]:
@@ -740,6 +740,19 @@ class _Stub:
                     ret_type=_rewrite(signature.ret_type, fill),
                 )
         return body.defs.body
+
+
+def _valued(stmt: AssignmentStmt, source: _Source | None) -> Type:
+    """The annotation of *stmt*; for a bare ``Final`` (``name: Final = "flash"``), the type of its value, as
+    mypy's generator writes it (``Final[str]``)."""
+    typ = stmt.unanalyzed_type
+    assert typ is not None, "an annotated assignment"
+    if isinstance(typ, UnboundType) and not typ.args and source is not None and source.resolve(typ.name)[0] in _FINALS:
+        return UnboundType(_type_of_value(stmt.rvalue))
+    return typ
+
+
+_FINALS: Final = frozenset({"typing.Final", "typing_extensions.Final"})
 
 
 def _type_of_value(value: Expression | None) -> str:
@@ -890,7 +903,7 @@ takes it for one (see ``_Additions._fields_as_they_run``)."""
 def _unwrapped(typ: Type, source: _Source | None) -> Type:
     """*typ* less the ``Final`` and ``Annotated`` around it, which a ``TypedDict`` item cannot hold."""
     while isinstance(typ, UnboundType) and source is not None and source.resolve(typ.name)[0] in _WRAPPERS:
-        if not typ.args:  # a bare ``Final``: the type is the value's, which a stub cannot tell
+        if not typ.args:  # a bare ``Final`` without a value whose type a stub can tell
             return UnboundType("_Incomplete")
         typ = typ.args[0]
     return typ

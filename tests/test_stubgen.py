@@ -522,11 +522,15 @@ def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hol
             fin: Final[int] = 3
             an: Annotated[int, "meta"] = 0
             n: int = 0
+            bare: Final = "flash"  # the value's type, as mypy's generator writes Final[str] (an outside tester)
         """,
     )
     compile(stub, "wrapped_types.pyi", "exec")
-    assert "class HolderDict(_TypedDict):\n    kind: Holder.Kind\n    fin: int\n    an: int\n    n: int\n" in stub
-    assert "def astuple_zerocopy(self) -> _tuple[Holder.Kind, int, int, int]: ..." in stub
+    assert (
+        "class HolderDict(_TypedDict):\n    kind: Holder.Kind\n    fin: int\n    an: int\n    n: int\n    bare: str\n"
+        in stub
+    )
+    assert "def astuple_zerocopy(self) -> _tuple[Holder.Kind, int, int, int, str]: ..." in stub
     assert "    n: int = ...\n" in stub
 
 
