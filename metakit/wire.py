@@ -881,12 +881,14 @@ class _Packer:
         """The body of one record: ``[class, digest, names, values]``."""
         try:
             return self.body(obj, cls, skip_fields)
-        except AttributeError:
+        except AttributeError as error:
             unset = [name for name in _codec(cls).unset if not hasattr(obj, name)]
-            if not unset:
+            # The field the error names (an override may leave out another that is not set either).
+            missing = error.name if error.name in unset else unset[0] if unset and error.name is None else None
+            if missing is None:
                 raise
             raise TypeError(
-                f"{cls.__qualname__} cannot be sent: its field {unset[0]!r} (init=False, with no default) was never set"
+                f"{cls.__qualname__} cannot be sent: its field {missing!r} (init=False, with no default) was never set"
             ) from None
 
     def body(self, obj: object, cls: type, skip_fields: Iterable[str] | None) -> list[Any]:
