@@ -201,6 +201,8 @@ class ZeroCopyPlugin(Plugin):
             return _astuple_method
         if fullname.endswith(f".{_FALLBACK}.get"):
             return typed_dict_get_callback
+        if method in ("items", "values") and fullname.endswith(f".{_FALLBACK}.{method}"):
+            return _any_values
         return None
 
     def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
@@ -236,12 +238,28 @@ def _dict_of_ours(ctx: FunctionContext) -> Type:
     return ctx.default_return_type
 
 
+def _any_values(ctx: MethodContext) -> Type:
+    """``meta.asdict_zerocopy().items()`` and ``.values()``: views whose values are ``Any``, as without the plugin.
+
+    mypy gives a TypedDict's views ``object`` values, so a copy made through them (``dict(d.items())``,
+    ``{k: v for k, v in d.items()}``) would be a ``dict[str, object]``, as ``dict(d)`` would (see
+    ``_dict_of_ours``); a key read by its name keeps its exact type.
+    """
+    view = get_proper_type(ctx.default_return_type)
+    if isinstance(view, Instance) and view.args:
+        return view.copy_modified(args=[*view.args[:-1], AnyType(TypeOfAny.special_form)])
+    return ctx.default_return_type
+
+
 # What a TypedDict gets from mypy for the methods of its fallback that
 # mypy types key by key: the fallback class declares them itself (see
 # ``_add_fallback``), and the plugin hands them on.  ``get`` would otherwise
-# be ``dict.get``, which comes before ``Mapping.get`` in the MRO.
+# be ``dict.get``, which comes before ``Mapping.get`` in the MRO.  It declares
+# ``items`` and ``values`` too, so that the plugin's hook sees them (``_any_values``).
 _FALLBACK_METHODS: Final = {
     "get": "typing.Mapping",
+    "items": "typing._TypedDict",
+    "values": "typing._TypedDict",
     "update": "typing._TypedDict",
     "__or__": "typing._TypedDict",
     "__ror__": "typing._TypedDict",

@@ -361,8 +361,8 @@ def _sentinel(kind: type | None, label: str) -> Any:
 
     A tensor is strided (``contiguous()`` copies it), of a dtype that the
     usual conversions (``float()``, ``long()``, ``to(torch.int32)``) copy, and
-    holds a negative and a positive value, which every usual change in place
-    (``zero_()``, ``mul_(2)``, ``abs_()``, ``relu_()``, ``clamp_(min=0)``) changes; a
+    holds values far below and above zero and -1 (a padding value), which the usual changes in place
+    (``zero_()``, ``mul_(2)``, ``abs_()``, ``relu_()``, ``clamp_()``, ``masked_fill_(t == -1, 0)``) change; a
     list or a dict holds one sentinel, so that code that copies only lists
     or dicts (``list(value)``, ``dict(value)``) runs on it; any other field
     gets an object of its own.
@@ -374,7 +374,7 @@ def _sentinel(kind: type | None, label: str) -> Any:
     if kind is dict:
         return {"key": _Sentinel(f"{label}['key']")}
     torch = sys.modules["torch"]
-    return torch.tensor([-3, 0, 7, 0], dtype=torch.int16)[::2]
+    return torch.tensor([-30001, 0, -1, 0, 30001, 0], dtype=torch.int16)[::2]
 
 
 class _Kinds:
@@ -993,8 +993,9 @@ class _Checker:
 
 
 def _contents(value: object) -> tuple[tuple[object, ...], bytes] | None:
-    """What *value* holds, if it is a list, a dict (keys and values) or a tensor (its values' bytes, in
-    order), so that a call that changes it in place shows; ``None`` for anything else."""
+    """What *value* holds, if it is a list, a dict (keys and values) or a tensor (its layout: shape, strides,
+    offset and address; then its values' bytes, in order), so that a call that changes it in place shows;
+    ``None`` for anything else."""
     if type(value) is list:
         return tuple(value), b""
     if type(value) is dict:
@@ -1004,7 +1005,8 @@ def _contents(value: object) -> tuple[tuple[object, ...], bytes] | None:
         return None
     try:
         flat = value.detach().reshape(-1)  # in the order of its elements, whatever its strides
-        return (), flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()
+        layout = repr((tuple(value.shape), value.stride(), value.storage_offset(), value.data_ptr())).encode()
+        return (), layout + flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()
     except Exception:  # sparse, nested or meta, or torch without numpy: by identity alone
         return None
 

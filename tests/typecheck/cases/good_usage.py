@@ -213,6 +213,11 @@ def a_copy_made_with_dict_is_a_plain_dict(meta: FlashInferMetadata) -> None:
     assert_type(dict(meta.asdict_zerocopy(skip_fields={"slot_mapping"})), dict[str, Any])
     pairs = [("a", 1)]
     assert_type(dict(pairs), dict[str, int])  # other dicts as before
+    # Through its views too (an outside tester: each was a dict[str, object]).
+    forward(**dict(meta.asdict_zerocopy().items()))
+    forward(**{key: value for key, value in meta.asdict_zerocopy().items() if key != "page_size"})
+    assert_type(dict(meta.asdict_zerocopy().items()), dict[str, Any])
+    assert_type(list(meta.asdict_zerocopy().values()), list[Any])
 
 
 def inheritance(
