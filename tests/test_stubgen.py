@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from metakit import stubgen
-from metakit.stubgen import NameClash, main, module_stub, stub_path
+from metakit.__main__ import main
+from metakit.stubgen import NameClash, module_stub, stub_path
 from tests.records import ref_names
 
 PACKAGE = "stubgen_example"
@@ -440,9 +441,7 @@ def test_stub_path_of_a_package_is_its_init(package: Path, tmp_path: Path) -> No
 
 
 def test_cli_rejects_a_module_it_cannot_import(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["no_such_module_for_stubgen"])
-    assert exit_info.value.code == 2
+    assert main(["stubgen", "no_such_module_for_stubgen"]) == 2
     assert "cannot import 'no_such_module_for_stubgen'" in capsys.readouterr().err
 
 
@@ -452,9 +451,7 @@ def test_cli_refuses_a_mypy_older_than_its_stub_generator_needs(
     # An outside tester: mypy 1.12 to 2.1 failed with parse()'s arguments; 1.12 to 1.14 write
     # dataclass fields without field(init=False). Those from 1.15 on are read as they are.
     monkeypatch.setattr(stubgen, "_MYPY", (1, 14))
-    with pytest.raises(SystemExit) as exit_info:
-        main(["json"])
-    assert exit_info.value.code == 2
+    assert main(["stubgen", "json"]) == 2
     assert re.search(r"metakit stubgen needs mypy 1\.15 or later, and mypy \S+ is installed", capsys.readouterr().err)
 
 
@@ -1071,7 +1068,7 @@ def basedpyright(directory: Path, files: list[str], **settings: object) -> list[
 def stub_dir(package: Path, tmp_path: Path) -> Path:
     """The stubs of every module of the test package, in ``tmp_path/stubs``, written by the CLI's code."""
     for name in MODULES:
-        assert main([name, "-o", str(tmp_path / "stubs")]) == 0
+        assert main(["stubgen", name, "-o", str(tmp_path / "stubs")]) == 0
     return tmp_path
 
 
@@ -1189,7 +1186,7 @@ def test_a_packages_stub_keeps_the_classes_it_reexports(tmp_path: Path, monkeypa
     monkeypatch.syspath_prepend(str(tmp_path / "src"))
     try:
         for name in ("reexporting", "reexporting.meta"):
-            assert main([name, "-o", str(tmp_path / "stubs")]) == 0
+            assert main(["stubgen", name, "-o", str(tmp_path / "stubs")]) == 0
     finally:
         for name in ("reexporting", "reexporting.meta"):
             sys.modules.pop(name, None)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from test_stubgen import basedpyright
 
-from metakit.stubgen import main
+from metakit.__main__ import main
 
 CASES = Path(__file__).parent / "typecheck" / "cases"
 CASE_MODULES = ["engine_base", "engine_models", "vllm_backends", "cycle_b", "cycle_a"]  # cycle_a imported first fails
@@ -87,7 +87,7 @@ def stub_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sys.path.insert(0, str(CASES))
     try:
         for name in CASE_MODULES:
-            assert main([name, "-o", str(directory / "stubs")]) == 0
+            assert main(["stubgen", name, "-o", str(directory / "stubs")]) == 0
     finally:
         sys.path.remove(str(CASES))
         for name in CASE_MODULES:

@@ -13,7 +13,7 @@ import pytest
 from test_stubgen import basedpyright
 
 import metakit.examples
-from metakit.stubgen import main
+from metakit.__main__ import main
 
 STUBS = Path(__file__).parents[2] / "stubs"
 
@@ -97,7 +97,7 @@ def test_every_example_module_has_a_stub_with_no_error(tmp_path: Path) -> None:
     modules = [info.name for info in pkgutil.walk_packages(metakit.examples.__path__, "metakit.examples.")]
     for name in ["metakit.examples", *modules]:
         importlib.import_module(name)
-        assert main([name, "-o", str(tmp_path / "stubs")]) == 0
+        assert main(["stubgen", name, "-o", str(tmp_path / "stubs")]) == 0
     assert len(list((tmp_path / "stubs").rglob("*.pyi"))) == 1 + len(modules)
     assert basedpyright(tmp_path, ["stubs"]) == []
 
