@@ -77,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         _flush_or_discard(prog)
+        _forget_uncaught_interrupt()
         return _INTERRUPTED
     except BrokenPipeError:
         _discard_stdout()
@@ -105,6 +106,19 @@ def _buffer_stdout() -> None:
     sys.stdout = io.TextIOWrapper(
         io.BufferedWriter(stream), encoding=sys.stdout.encoding, errors=sys.stdout.errors, line_buffering=True
     )
+
+
+def _forget_uncaught_interrupt() -> None:
+    """Keep the interpreter from ending by SIGINT once this status is returned.
+
+    Up to 3.13, a ``KeyboardInterrupt`` that leaves code run from a string
+    (``exec`` of text, as ``dataclasses`` makes each class's methods: Ctrl-C
+    while a module's classes are made) marks it uncaught for good, even once
+    it is caught, and the interpreter then kills itself with SIGINT on its
+    way out instead of exiting with 130.  Running text again clears the
+    mark, as every such run does when it starts.
+    """
+    exec("")  # an empty text: nothing runs
 
 
 def _flush_or_discard(prog: str) -> None:

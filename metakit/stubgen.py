@@ -107,12 +107,14 @@ _HEADER: Final = """\
 # pyright: reportIncompatibleMethodOverride=false
 # A dataclass may redefine an inherited field with another type.
 # pyright: reportIncompatibleVariableOverride=false
+# An Optional skip_fields gives a PartialDict, which a call with None (a Dict) is too in all but name.
+# pyright: reportOverlappingOverload=false
 """
 # What the added nodes name, imported under private names (a module that
 # defines one is refused).  mypy's generator writes an import only if it is used.
 _OWN_IMPORTS: Final = {
     "builtins": ["list", "property", "tuple"],  # a field may be called property, a class tuple
-    "collections.abc": ["Iterator", "Set"],
+    "collections.abc": ["Iterator", "Mapping", "Set"],
     "typing": ["Any", "Generic", "overload"],
     "typing_extensions": ["TypedDict", "Unpack"],  # with PEP 728's extra_items on every version
     "_typeshed": ["Incomplete"],
@@ -120,7 +122,8 @@ _OWN_IMPORTS: Final = {
 _OWN_NAMES: Final = {f"_{name}": (module, name) for module, names in _OWN_IMPORTS.items() for name in names}
 """Each name the stub gives one of its own imports, and what it imports under it."""
 _SELF: Final = frozenset({"typing.Self", "typing_extensions.Self"})
-_SKIP_FIELDS: Final = "_Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str]"  # any iterable but a str
+_SKIP_FIELDS: Final = "_Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str] | _Mapping[str, _Any]"
+"""Any iterable of names but a ``str``, which is one too: a ``Mapping`` gives its keys."""
 _PLACEHOLDER: Final = "__metakit_"  # stands in a template for the type numbered after it
 
 
@@ -423,11 +426,12 @@ class _Additions:
                 f"def {ASDICT}(self, skip_fields: None = None) -> {prefix}{cls.__name__}Dict{args}: ...",
                 "@_overload",
                 f"def {ASDICT}(self, skip_fields: {_SKIP_FIELDS}) -> {prefix}{cls.__name__}PartialDict{args}: ...",
-                # Either, for a Protocol or a Callable that takes an Optional[Set[str]] (as vLLM's
-                # signature does): a method matches one of those through a single overload.
+                # For a Protocol or a Callable that takes an Optional[Set[str]] (as vLLM's signature
+                # does), and a call with one: a method matches one of those through a single overload.
+                # All keys present are a PartialDict too, and unlike a Dict it passes as Dict[str, Any].
                 "@_overload",
                 f"def {ASDICT}(self, skip_fields: {_SKIP_FIELDS} | None = None)"
-                f" -> {prefix}{cls.__name__}Dict{args} | {prefix}{cls.__name__}PartialDict{args}: ...",
+                f" -> {prefix}{cls.__name__}PartialDict{args}: ...",
             ]
         if _generated(cls, ASTUPLE):
             items = [stub.typed(self._field_type(cls, name)) for name in included_names(cls)]

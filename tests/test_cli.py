@@ -866,6 +866,16 @@ def test_ctrl_c_exits_with_status_130_and_no_traceback():
     assert err.endswith(f"{PROG}: interrupted\n")
 
 
+def test_ctrl_c_while_text_is_executed_still_exits_with_status_130(tmp_path):
+    # Up to 3.13, a KeyboardInterrupt that leaves exec() of text, as dataclasses makes methods, made the
+    # interpreter end by SIGINT (status -2 here) even after the CLI had caught it and returned 130.
+    (tmp_path / "interrupted.py").write_text('exec("raise KeyboardInterrupt")\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
+    command = [sys.executable, "-m", "metakit", "stubgen", "interrupted", "-o", str(tmp_path / "out")]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=120)
+    assert (result.returncode, result.stderr) == (130, f"{PROG}: interrupted\n")
+
+
 @pytest.mark.parametrize("args", [["show", "metakit.bench.wire:WireRow"], ["--version"]], ids=["show", "version"])
 def test_a_command_started_with_its_standard_output_closed_says_so_without_a_traceback(args):
     # `metakit show ... >&-`: Python starts with sys.stdout None, and print() writes nowhere: it

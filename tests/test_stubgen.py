@@ -346,10 +346,10 @@ def test_methods_are_overloaded_and_exact(stub: str) -> None:
     flash = members(stub, "FlashInferMetadata")
     assert flash["asdict_zerocopy"] == [
         "@_overload\ndef asdict_zerocopy(self, skip_fields: None=None) -> FlashInferMetadataDict:\n    ...",
-        "@_overload\ndef asdict_zerocopy(self, skip_fields: _Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str])"
-        " -> FlashInferMetadataPartialDict:\n    ...",
         "@_overload\ndef asdict_zerocopy(self, skip_fields: _Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str]"
-        " | None=None) -> FlashInferMetadataDict | FlashInferMetadataPartialDict:\n    ...",
+        " | _Mapping[str, _Any]) -> FlashInferMetadataPartialDict:\n    ...",
+        "@_overload\ndef asdict_zerocopy(self, skip_fields: _Set[str] | _list[str] | _tuple[str, ...] | _Iterator[str]"
+        " | _Mapping[str, _Any] | None=None) -> FlashInferMetadataPartialDict:\n    ...",
     ]
     # every field that __init__ takes, by keyword; the InitVar as the type it takes.
     assert flash["__replace__"] == [
@@ -404,7 +404,8 @@ def test_the_rest_of_the_module_is_declared(stub: str) -> None:
     assert "PAGE_SIZE: int" in stub
     assert "T = TypeVar('T')" in stub
     assert f"from {PACKAGE}.base import ForeignBase, Tensor" in stub  # relative import made absolute
-    assert "from collections.abc import Iterator as _Iterator, Sequence, Set as _Set" in stub  # TYPE_CHECKING too
+    imports = "from collections.abc import Iterator as _Iterator, Mapping as _Mapping, Sequence, Set as _Set"
+    assert imports in stub  # TYPE_CHECKING too
     assert "__future__" not in stub
     assert members(stub, "Backend") == {"FLASH": ["FLASH = 'flash'"], "INFER": ["INFER = 2"]}  # members
     assert stub.count("def pick(") == 2  # the overloads, not the implementation
@@ -1016,7 +1017,7 @@ if sys.version_info >= (3, 12):  # the syntax is new in 3.12
 MODULES = [f"{PACKAGE}.base", f"{PACKAGE}.lora", f"{PACKAGE}.models"]
 
 USAGE = f"""
-from typing import Literal
+from typing import Any, Dict, Literal, Optional, Set
 
 from typing_extensions import assert_type
 
@@ -1037,6 +1038,16 @@ def use(
     meta.__replace__(is_prompt=True)
     assert_type(Backend.FLASH, Literal[Backend.FLASH])
     Outer.Inner(1).asdict_zerocopy()
+
+
+def send(values: Dict[str, Any]) -> None: ...
+
+
+def step(meta: FlashInferMetadata, skip: Optional[Set[str]]) -> None:
+    # An Optional[Set[str]] variable: the result passes as a Dict[str, Any] (found by an outside tester).
+    send(meta.asdict_zerocopy(skip_fields=skip))
+    # A dict is an iterable of names, as it runs.
+    meta.asdict_zerocopy(skip_fields={{"slot_mapping": None}})
 """
 
 BAD_USAGE = {
