@@ -30,7 +30,16 @@ from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
 from metakit._combined import PROBE, check_cooperates, cooperating, probed
 from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
-from metakit._overrides import DISPATCHERS, disown_replace, dispatch, guard_bases, is_ours, placing
+from metakit._overrides import (
+    DISPATCHERS,
+    disown_replace,
+    dispatch,
+    guard_bases,
+    is_ours,
+    placing,
+    put_back,
+    reaches_users,
+)
 from metakit._source import label_of, writable
 
 _M = TypeVar("_M", bound="ZeroCopyFields")
@@ -281,8 +290,8 @@ def _changed(cls: type) -> None:
     """Apply the rules again to *cls* and to every class below it: a user changed one of its methods.
 
     Each class is decided as its bases will be when all is done, from the top down; generated methods go
-    from the top down and come back from the bottom up, so that no class ever inherits a base's generated
-    method in place of its own.
+    from the top down and come back from the bottom up, each as a forwarder where rule 2 holds, so that no
+    class ever inherits a base's generated method in place of its own, nor reaches one through ``super()``.
     """
     family = _family(cls)
     coming_back: set[tuple[int, str]] = set()
@@ -296,10 +305,13 @@ def _changed(cls: type) -> None:
             for name, generated in wanted:
                 coming_back.add((id(member), name))
                 back.append((member, name, generated))
+    # Rule 2, decided before anything comes back: a base that it holds for gets a forwarder at once.
+    users = [member for member in family if reaches_users(member)]
+    guarded = {id(base) for member in users for base in member.__mro__[1:]}
     for member, name, generated in reversed(back):
-        _set(member, name, generated)
-    for member in family:
-        guard_bases(member)
+        put_back(member, name, generated, id(member) in guarded)
+    for member in users:
+        dispatch(member.__mro__[1:])
 
 
 def _guard_above(cls: type) -> None:

@@ -160,9 +160,20 @@ def placing(
 
 def guard_bases(cls: type) -> None:
     """Rule 2: where a call on an instance of *cls* can reach a user's method, no base's generated method stays."""
+    if reaches_users(cls):
+        dispatch(cls.__mro__[1:])
+
+
+def reaches_users(cls: type) -> bool:
+    """Whether a call on an instance of *cls* can reach a user's method: rule 2 then holds for its bases."""
     mro = cls.__mro__
-    if any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES):
-        dispatch(mro[1:])
+    return any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES)
+
+
+def put_back(cls: type, name: str, generated: object, guarded: bool) -> None:
+    """Give *cls* its *generated* method *name* again, as a forwarder where rule 2 holds for it (*guarded*):
+    at no moment does a ``super()`` call from a user's method below it reach the generated code."""
+    _set(cls, name, _forwarder(cls, name, generated) if guarded else generated)
 
 
 def dispatch(classes: tuple[type, ...]) -> None:
