@@ -79,9 +79,10 @@ class Usual(NamedTuple):
 
     values: list[Any]
     """The values the header holds, each tensor's as its usual spec."""
-    moves: list[tuple[int, int, int, object]]
-    """The small tensors' bytes, each ``(offset in the shared buffer, address, size, storage)``: the storage
-    keeps the bytes alive until they are moved, whatever is done to the tensor meanwhile."""
+    parts: list[memoryview | bytes]
+    """The shared buffer's bytes in order: each small tensor's, then zeros up to the next multiple of ``ALIGN``."""
+    held: list[object]
+    """The small tensors' storages, which keep their bytes alive until *parts* are joined."""
     nbytes: int
     """The size of the shared buffer."""
     own: list[tuple[torch.Tensor, int]]
@@ -222,7 +223,8 @@ def make_encoder(
         "countOf": operator.countOf,
     }
     lines = ["def encode(obj, packer):", "    tensor = packer.tensor", "    field = packer.field"]
-    usual_lines = ["def usual(obj, own_below):", "    moves = []", "    own = []", "    starts = []", "    end = 0"]
+    usual_lines = ["def usual(obj, own_below):", "    parts = []", "    held = []", "    own = []", "    starts = []"]
+    usual_lines.append("    end = 0")
     for index, name in enumerate(names):
         passing, lists = checks.passing(name), checks.lists(name)
         namespace[f"lists{index}"], namespace[f"as_is{index}"] = lists, passing & _AS_IS
@@ -237,7 +239,7 @@ def make_encoder(
         # Two tensors of one storage may be views of each other: the general way sends such a tensor as a view.
         "    if len(starts) > 1 and len(set(starts)) != len(starts):",
         "        return None",
-        f"    return Usual([{values}], moves, end, own)",
+        f"    return Usual([{values}], parts, held, end, own)",
     ]
     source = "\n".join(lines) + "\n\n" + "\n".join(usual_lines) + "\n"
     exec(compile(source, f"<metakit.wire {qualname}>", "exec"), namespace)
@@ -265,9 +267,11 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
             f"        storage = {value}.untyped_storage()",
             "        starts.append(storage.data_ptr())",
             "        if nbytes < own_below:",
-            "            moves.append((end, address, nbytes, storage))",
+            "            pad = -nbytes % ALIGN",
+            "            parts += (MEMORY[address : address + nbytes], PADS[pad])",
+            "            held.append(storage)",
             f"            {value} = Ext(TENSOR, {_spec('0', 'end')})",
-            "            end += nbytes + (-nbytes % ALIGN)",
+            "            end += nbytes + pad",
             "        else:",
             f"            own.append(({value}, nbytes))",
             f"            {value} = Ext(TENSOR, {_spec('len(own)', '0')})",

@@ -312,6 +312,8 @@ _USUAL_TABLES: Final = {
     "U32": _U32,
     "MAX_DIMS": _MAX_DIMS,
     "ALIGN": ALIGN,
+    "MEMORY": _MEMORY,
+    "PADS": [bytes(size) for size in range(ALIGN)],
 }
 """What the generated ``usual`` reads to send the usual tensor as ``_Packer.tensor`` does (see ``make_encoder``)."""
 
@@ -993,7 +995,7 @@ class _Packer:
                     return self.pickled_instead(value, problem)
             elif type(key) is not int or not _MIN_INT <= key <= _MAX_INT:
                 if self.allow_pickle:  # msgpack's keys are plain: the dict travels pickled, as a whole
-                    return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+                    return msgspec.msgpack.Ext(_PICKLE, self.pickled(value))
                 what = (
                     f"the int dict key {key}, which does not fit in 64 bits,"
                     if type(key) is int
@@ -1012,7 +1014,21 @@ class _Packer:
             raise _Refused(
                 f"{problem}; send it pickled with allow_pickle=True on both sides if the peers trust each other"
             )
-        return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+        return msgspec.msgpack.Ext(_PICKLE, self.pickled(value))
+
+    def pickled(self, value: object) -> bytes:
+        """*value* pickled, each tensor in it sent as any tensor of the record is: its pickle holds the spec, as a
+        persistent id, never torch's own pickle of it (which the receiver would unpickle with no limit)."""
+        stream = io.BytesIO()
+        pickler = pickle.Pickler(stream, pickle.HIGHEST_PROTOCOL)
+        pickler.persistent_id = lambda item: bytes(self.tensor(item).data) if type(item) is torch.Tensor else None  # type: ignore[method-assign]
+        try:
+            pickler.dump(value)
+        except _Refused:
+            raise
+        except Exception as error:
+            raise _Refused(f"it cannot be pickled: {describe(error)}") from None
+        return stream.getvalue()
 
     def other(self, value: object, kind: type) -> Any:
         """A value that msgpack has no word for: a dtype, a device, a record, or a pickle if allowed."""
@@ -1048,7 +1064,7 @@ class _Packer:
             self.records[id(value)] = (len(self.records), value)
             return msgspec.msgpack.Ext(_RECORD, body)
         if self.allow_pickle:
-            return msgspec.msgpack.Ext(_PICKLE, _pickled(value))
+            return msgspec.msgpack.Ext(_PICKLE, self.pickled(value))
         raise _NotPlain(kind, next((base for base in kind.__mro__ if base in _PLAIN_BASES), None))
 
     def tensor(self, tensor: torch.Tensor) -> msgspec.msgpack.Ext:
@@ -1164,13 +1180,6 @@ def _unwritable(value: object, strict: bool) -> str | None:
         except UnicodeEncodeError as error:
             return f"the str {value[:40]!r} is not UTF-8 text: {error.reason}"
     return None
-
-
-def _pickled(value: object) -> bytes:
-    try:
-        return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-    except Exception as error:
-        raise _Refused(f"it cannot be pickled: {describe(error)}") from None
 
 
 def _sent_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
@@ -1370,12 +1379,10 @@ def _pack_usual(obj: object) -> Packed | None:
         body = _encoder.encode([codec.name, codec.digest, None, usual.values])
     except (AttributeError, OverflowError, UnicodeEncodeError):  # the general way says which field
         return None
-    _, moves, nbytes, own = usual
+    _, parts, _, nbytes, own = usual
     sizes = [nbytes, *[size for _, size in own]]
     header = _table_bytes(sizes, bytes(len(sizes))) + body  # every buffer in lane 0
-    shared = memoryview(bytearray(nbytes))
-    for offset, address, size, _ in moves:
-        shared[offset : offset + size] = _MEMORY[address : address + size]
+    shared = memoryview(bytearray().join(parts))  # one copy of each tensor's bytes, in C
     return Packed(header, [shared, *[_memoryview(tensor, size) for tensor, size in own]])
 
 
@@ -1711,7 +1718,20 @@ def allowed_globals(allow_pickle: AllowPickle) -> AllowPickle:
     strangers = [name for name in names if type(name) is not str or "." not in name]
     if strangers:
         raise TypeError(f"allow_pickle's names must be 'module.qualname' strings, not {strangers[0]!r}")
+    unlimited = sorted(names & _UNPICKLERS)
+    if unlimited:
+        raise ValueError(
+            f"allow_pickle lists {unlimited[0]}, which unpickles bytes with no list at all: a pickle could then "
+            "call any global; a tensor in a pickled value needs no name (it travels as the record's tensors do)"
+        )
     return names
+
+
+_UNPICKLERS: Final = frozenset({
+    "torch.storage._load_from_bytes", "torch.load", "torch.serialization.load",
+    "pickle.loads", "pickle.load", "pickle._loads", "pickle._load", "_pickle.loads", "_pickle.load",
+})  # fmt: skip
+"""The globals that unpickle what they are given with no limit (torch's pickle of a tensor names the first)."""
 
 
 Source = torch.Tensor | memoryview | bytearray
@@ -1819,6 +1839,10 @@ class _Reader:
         """The record classes found so far, by the name that arrived."""
         self.live: dict[str, list[type]] | None = None
         """The live record classes by qualified name, listed once a header, when a class must be searched for."""
+        self.replaying: tuple[list[object], WireError] | None = None
+        """While ``locate`` reads values again: the records that the reading which failed made of them, last
+        first, each handed out again where it was made instead of being made a second time; and that reading's
+        error, for the record it could not make."""
 
     def live_classes(self) -> dict[str, list[type]]:
         if self.live is None:
@@ -1888,7 +1912,9 @@ class _Reader:
             extra = len(data) - _pickle_end(data)
             if extra:
                 raise WireError(f"a pickled value is followed by {extra} bytes that are not part of it")
-            value = (_Unpickler if self.allow_pickle is True else _ListedUnpickler)(data, self.allow_pickle).load()
+            unpickler = (_Unpickler if self.allow_pickle is True else _ListedUnpickler)(data, self.allow_pickle)
+            unpickler.tensor = self.tensor
+            value = unpickler.load()
             self.pickled[id(value)] = value  # kept, so that the id stays its own while the header is read
             return value
         except WireError:
@@ -2100,6 +2126,8 @@ class _Reader:
             raise self.locate(error, before, raw, names, cls) from None
         for field_name, value in zip(names, values, strict=True):
             _field(cls, field_name, value)
+        if self.replaying is not None:
+            return self.made_before()
         arguments = dict(zip(names, values, strict=True))
         later = [name for name in names if name not in codec.init] if codec.later else ()
         for name in later:
@@ -2134,6 +2162,8 @@ class _Reader:
             raise self.locate(error, before, raw, builder.names, cls) from None
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
             raise WireError(f"the header cannot be read: {_first_line(error)}") from None
+        if self.replaying is not None:
+            return self.made_before()
         try:
             return builder.build(cls, values, _field)
         except _Mismatched:
@@ -2170,21 +2200,35 @@ class _Reader:
         """*error*, raised while the values *raw* of a *cls* record were read, as the error of the field that raised it.
 
         Reading stands at *mark* again, and each value is read on its own
-        until one raises: the same error, now named by its field.
+        until one raises: the same error, now named by its field.  A record
+        made in the first reading is not made again (its ``__init__`` runs once).
         """
+        made = self.records[mark[2] :]
         self.rewind(mark)
         try:
             items = _ITEMS.decode(raw)
         except Exception:  # not an array of values: no field to name
             return error
-        for name, item in zip(names, items, strict=False):
-            try:
-                self.decode(item)
-            except _Mismatched:
-                return error
-            except WireError as again:
-                return _Mismatched.at(cls, name, again)
-        return error
+        outer, self.replaying = self.replaying, (made[::-1], error)
+        try:
+            for name, item in zip(names, items, strict=False):
+                try:
+                    self.decode(item)
+                except _Mismatched:
+                    return error
+                except WireError as again:
+                    return _Mismatched.at(cls, name, again)
+            return error
+        finally:
+            self.replaying = outer
+
+    def made_before(self) -> object:
+        """The record that the reading which failed made here; its error where it could make none."""
+        assert self.replaying is not None  # only while locate reads again
+        made, error = self.replaying
+        if not made:  # the reading failed making this one: nothing was made after it
+            raise error
+        return made.pop()
 
     def mark(self) -> tuple[int, list[int], int]:
         """Where reading stands: the tensors and records read so far, and where each buffer's bytes are taken to."""
@@ -2419,6 +2463,13 @@ class _Globals:
         self.stream = io.BytesIO(data)
         super().__init__(self.stream)  # type: ignore[call-arg]  # the unpickler's, next in the MRO
         self.allowed = allowed
+        self.tensor: Callable[[memoryview], torch.Tensor] = _no_tensor
+
+    def persistent_load(self, pid: object) -> torch.Tensor:
+        """A tensor in the pickled value: its spec, read as any tensor of the record is."""
+        if type(pid) is not bytes:
+            raise WireError(f"a pickled value holds a persistent id that is no tensor's spec: a {type(pid).__name__}")
+        return self.tensor(memoryview(pid))
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
         name = f"{module_name}.{global_name}"
@@ -2436,6 +2487,10 @@ class _Globals:
         if found is None:
             raise WireError(f"a pickled value refers to {_shown(name)}, which its module does not define")
         return found
+
+
+def _no_tensor(data: memoryview) -> torch.Tensor:
+    raise WireError("a pickled value holds a tensor where none may arrive")
 
 
 class _Unpickler(_Globals, pickle.Unpickler):

@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import datetime
 import gc
+import io
 import itertools
 import math
 import pickle
@@ -900,6 +901,122 @@ def test_values_that_are_not_plain_data_travel_pickled_only_when_both_sides_allo
     record.unresolved = [moment, [moment]]  # type: ignore[list-item]
     header, buffers = wire.pack(record, allow_pickle=True)
     assert wire.unpack(header, buffers, allow_pickle={"datetime.datetime"}).unresolved == [moment, [moment]]
+
+
+_made: list[int] = []
+
+
+@dataclass
+class _Counted(ZeroCopy):
+    number: int = 0
+
+    def __post_init__(self) -> None:
+        _made.append(self.number)
+
+
+@dataclass
+class _Around(ZeroCopy):
+    counted: list[_Counted]
+    later: _Counted | None = None
+    fails: Any = None
+
+
+@pytest.mark.parametrize("bad", ["a reference to a record that never arrived", "a record whose __init__ raises"])
+def test_a_record_inside_a_value_is_made_once_when_a_later_value_fails(bad: str) -> None:
+    # The reading that names the failing field read the values again, and made each record in them again
+    # (found by an outside tester: their __post_init__ ran twice).
+    def edit(body: list[Any]) -> None:
+        if bad.startswith("a reference"):
+            body[3][1] = msgspec.msgpack.Ext(_RECORD_AGAIN, struct.pack("<I", 99))  # "record 99 again"
+        else:
+            _, inner = _split(wire.pack(_Counted(-1)).header)
+            body[3][2] = msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode(inner))
+
+    record = _Around([_Counted(1), _Counted(2), _Counted(3)])
+    header, buffers = _edited(record, edit)
+    _made.clear()
+    original = _Counted.__post_init__
+
+    def refusing(self: _Counted) -> None:
+        original(self)
+        if self.number < 0:
+            raise ValueError("no negative numbers")
+
+    _Counted.__post_init__ = refusing  # type: ignore[method-assign]
+    try:
+        error = _refused(header, buffers)
+    finally:
+        _Counted.__post_init__ = original  # type: ignore[method-assign]
+    assert "at `$." in str(error)  # the failing field is named
+    made_once = [1, 2, 3] if bad.startswith("a reference") else [1, 2, 3, -1]
+    assert _made == made_once
+
+
+class _TensorHolder:
+    """A value no annotation knows, holding tensors: it travels pickled."""
+
+    def __init__(self, whole: torch.Tensor, part: torch.Tensor) -> None:
+        self.whole = whole
+        self.part = part
+
+
+@dataclass
+class _Carrier(ZeroCopy):
+    tensor: torch.Tensor
+    value: Any = None
+
+
+def test_a_tensor_in_a_pickled_value_travels_as_the_records_tensors_do() -> None:
+    # torch pickles a tensor through torch.storage._load_from_bytes, which unpickles its bytes with no
+    # list at all: an allow-list that let a tensor through let any global through (found by an outside tester).
+    tensor = torch.arange(4)
+    header, buffers = wire.pack(_Carrier(tensor, _TensorHolder(tensor, tensor[1:3])), allow_pickle=True)
+    got = wire.unpack(header, buffers, allow_pickle={f"{__name__}._TensorHolder"})
+    holder = got.value
+    assert holder.whole is got.tensor  # one tensor, sent once
+    assert holder.part.tolist() == [1, 2]
+    holder.part[0] = 100  # a view of the tensor it was a view of, as sent
+    assert got.tensor.tolist() == [0, 100, 2, 3]
+    start = ctypes.addressof(ctypes.c_char.from_buffer(buffers[0]))
+    assert start <= holder.whole.data_ptr() < start + len(buffers[0])  # in the buffer given
+    assert wire.unpack(header, buffers, allow_pickle=True).value.whole.tolist() == [0, 100, 2, 3]  # the same bytes
+
+
+@pytest.mark.parametrize("name", ["torch.storage._load_from_bytes", "pickle.loads", "torch.load"])
+def test_allow_pickle_refuses_a_name_that_unpickles_with_no_list(name: str) -> None:
+    header, buffers = wire.pack(_step())
+    with pytest.raises(ValueError, match=rf"allow_pickle lists {re.escape(name)}, which unpickles bytes with no list"):
+        wire.unpack(header, buffers, allow_pickle={f"{__name__}._TensorHolder", name})
+
+
+def test_torchs_own_pickle_of_a_tensor_is_refused_by_an_allow_list(capsys: pytest.CaptureFixture[str]) -> None:
+    # A hostile pickle hidden in the bytes that torch.storage._load_from_bytes would load.
+    hidden = pickle.dumps(_RunsCode())
+    data = (
+        b"\x80\x04\x8c\rtorch.storage\x8c\x10_load_from_bytes\x93B"
+        + struct.pack("<I", len(hidden))
+        + hidden
+        + b"\x85R."
+    )
+    header, buffers = _with_pickled_bytes(data)
+    message = "refers to torch.storage._load_from_bytes, which allow_pickle does not list"
+    _refused(header, buffers, message, allow_pickle={"x.y"})
+    assert "ran code" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "pid",
+    [7, "spec", b"", bytes(_tensor_ext(1, 0, 0, 0, 1 << 40, [4], [1]).data)],
+    ids=["int", "str", "empty", "outside"],
+)
+def test_a_pickles_persistent_id_that_is_no_valid_tensor_spec_is_a_wire_error(pid: object) -> None:
+    stream = io.BytesIO()
+    pickler = pickle.Pickler(stream, pickle.HIGHEST_PROTOCOL)
+    pickler.persistent_id = lambda item: pid if item == "tensor here" else None  # type: ignore[method-assign]
+    pickler.dump(["tensor here"])
+    header, buffers = _with_pickled_bytes(stream.getvalue())
+    for allow_pickle in (True, {"x.y"}):
+        _refused(header, buffers, None, allow_pickle=allow_pickle)
 
 
 def test_a_pickle_that_ends_before_its_bytes_do_is_refused() -> None:
