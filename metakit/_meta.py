@@ -28,7 +28,7 @@ from typing import Any, Final, TypeVar
 
 from metakit._codegen import STATE, GeneratedMethods, generate, holds_generated
 from metakit._combined import PROBE, check_cooperates, cooperating, probed
-from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
+from metakit._fields import ASDICT, ASTUPLE, CLASS_DICT, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._overrides import (
     DISPATCHERS,
@@ -352,9 +352,12 @@ def zerocopy_classes() -> list[type]:
     ``@dataclass(slots=True)`` replaces by a new one is not listed.
     """
     classes = [cls for ref in _registry.copy().values() if (cls := ref()) is not None]
-    # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.
-    newest = {id(fields): cls for cls in classes if (fields := cls.__dict__.get("__dataclass_fields__")) is not None}
-    return [cls for cls in classes if newest.get(id(cls.__dict__.get("__dataclass_fields__")), cls) is cls]
+    # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.  Each dict is
+    # read through type's descriptor, so that no metaclass's ``__getattribute__`` runs (a receiver lists
+    # these classes for a name from the wire).
+    fields = [CLASS_DICT(cls).get("__dataclass_fields__") for cls in classes]
+    newest = {id(own): cls for cls, own in zip(classes, fields, strict=True) if own is not None}
+    return [cls for cls, own in zip(classes, fields, strict=True) if newest.get(id(own), cls) is cls]
 
 
 class ZeroCopy(metaclass=ZeroCopyFields):

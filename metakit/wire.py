@@ -2638,8 +2638,11 @@ def live_classes() -> dict[str, list[type]]:
     """The live dataclasses made by ``ZeroCopyFields``, by qualified name."""
     classes: dict[str, list[type]] = {}
     for cls in zerocopy_classes():
-        classes.setdefault(cls.__qualname__, []).append(cls)
+        classes.setdefault(_QUALNAME(cls), []).append(cls)  # type's own: no metaclass's code runs
     return classes
+
+
+_QUALNAME: Final[Any] = vars(type)["__qualname__"].__get__
 
 
 def _named_in(module: object, qualname: str) -> object:

@@ -40,7 +40,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metakit import OMIT, ZeroCopy, ZeroCopyFields, wire
+from metakit import OMIT, ZeroCopy, ZeroCopyFields, wire, zerocopy_classes
 from metakit.wire import WireError
 
 if TYPE_CHECKING:
@@ -901,6 +901,28 @@ def test_values_that_are_not_plain_data_travel_pickled_only_when_both_sides_allo
     record.unresolved = [moment, [moment]]  # type: ignore[list-item]
     header, buffers = wire.pack(record, allow_pickle=True)
     assert wire.unpack(header, buffers, allow_pickle={"datetime.datetime"}).unresolved == [moment, [moment]]
+
+
+def test_a_class_name_that_matches_nothing_runs_no_metaclass_code_of_the_live_classes() -> None:
+    # Each live record class's dict was read through its metaclass's __getattribute__ (an outside tester).
+    read: list[str] = []
+
+    class Watching(ZeroCopyFields):
+        def __getattribute__(cls, name: str) -> Any:
+            read.append(name)
+            return super().__getattribute__(name)
+
+    @dataclass
+    class Watched(metaclass=Watching):
+        a: int = 0
+
+    header, buffers = wire.pack(_step())
+    table, body = _split(header)
+    body[0] = "nosuch:Thing"
+    read.clear()
+    _refused(_join(table, body), buffers, "no dataclass made by ZeroCopyFields named nosuch.Thing")
+    assert read == []
+    assert Watched in zerocopy_classes()
 
 
 _made: list[int] = []
