@@ -2518,17 +2518,49 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
 
     def find_class(self, module_name: str, global_name: str, /) -> Any:
         found = super().find_class(module_name, global_name)
-        self.found.setdefault(id(found), (found, f"{module_name}.{global_name}"))
+        name = f"{module_name}.{global_name}"
+        if _unpickles(found):  # by what it is: one object has many names (ForkingPickler.loads is pickle.loads)
+            raise WireError(
+                f"a pickled value refers to {_shown(name)}, which unpickles bytes with no list at all: "
+                "allow_pickle's list cannot let it through"
+            )
+        self.found.setdefault(id(found), (found, name))
         return found
 
     def unchanged(self, target: object, opcode: bytes) -> None:
-        """Refuse *opcode* if it would change *target*, a global of this process."""
+        """Refuse *opcode* if it would change *target*, a global of this process or a tensor."""
         found = self.found.get(id(target))  # kept in the dict, a global's id is its own
         if found is not None:
             raise WireError(
                 f"a pickled value would change {_shown(found[1])} in place (opcode {opcode!r}): "
                 "allow_pickle lets a pickle use the globals it lists, never change them"
             )
+        if isinstance(target, torch.Tensor):  # BUILD is Tensor.__setstate__: set_() to any place in any storage
+            raise WireError(
+                f"a pickled value would change a tensor in place (opcode {opcode!r}): a tensor arrives as its spec "
+                "says, checked, and a pickle may not move it"
+            )
+
+
+def _unpickles(found: object) -> bool:
+    """Whether *found* is one of the functions or classes that unpickle (or unmarshal) what they are given."""
+    if isinstance(found, type):
+        return issubclass(found, (pickle.Unpickler, pickle._Unpickler))
+    return any(found is reader for reader in _readers())
+
+
+def _readers() -> list[object]:
+    """The functions that read objects from bytes with no list, where their modules are imported."""
+    names = [*_UNPICKLERS, "torch.serialization._load", "torch.serialization._legacy_load", "marshal.loads"]
+    names += ["marshal.load", "numpy.load", "numpy.lib.npyio.load", "numpy.lib._npyio_impl.load"]
+    readers = []
+    for name in names:
+        module_name, _, attribute = name.rpartition(".")
+        module = sys.modules.get(module_name)
+        found = None if module is None else _MODULE_DICT.__get__(module).get(attribute)  # no __getattr__ runs
+        if found is not None:
+            readers.append(found)
+    return readers
 
 
 def _guarded(opcode: bytes, target: Callable[[Any], object]) -> Callable[[Any], None]:

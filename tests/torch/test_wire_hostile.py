@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import datetime
 import gc
+import importlib
 import io
 import itertools
 import math
@@ -1024,6 +1025,38 @@ def test_torchs_own_pickle_of_a_tensor_is_refused_by_an_allow_list(capsys: pytes
     message = "refers to torch.storage._load_from_bytes, which allow_pickle does not list"
     _refused(header, buffers, message, allow_pickle={"x.y"})
     assert "ran code" not in capsys.readouterr().out
+
+
+def _pickle_calling(module: str, qualname: str, argument: bytes) -> bytes:
+    """A pickle that calls the global *module*.*qualname* with the bytes *argument*."""
+    text = [pickle.SHORT_BINUNICODE + bytes([len(part)]) + part.encode() for part in (module, qualname)]
+    called = pickle.BINBYTES + struct.pack("<I", len(argument)) + argument
+    return pickle.PROTO + b"\x04" + b"".join(text) + pickle.STACK_GLOBAL + called + pickle.TUPLE1 + pickle.REDUCE + b"."
+
+
+@pytest.mark.parametrize(
+    ("module", "qualname"),
+    [("multiprocessing.reduction", "ForkingPickler.loads"), ("pickle", "_Unpickler"), ("marshal", "loads")],
+)
+def test_an_unpickler_under_any_name_is_refused_by_an_allow_list(
+    module: str, qualname: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The refusal went by name: pickle.loads listed as multiprocessing.reduction.ForkingPickler.loads, the
+    # same function, let a pickle unpickle anything (found by an outside tester).
+    importlib.import_module(module)
+    header, buffers = _with_pickled_bytes(_pickle_calling(module, qualname, pickle.dumps(_RunsCode())))
+    _refused(header, buffers, "which unpickles bytes with no list at all", allow_pickle={f"{module}.{qualname}"})
+    assert "ran code" not in capsys.readouterr().out
+
+
+def test_a_pickle_may_not_change_a_tensor_that_arrived_in_place() -> None:
+    # BUILD on a tensor is Tensor.__setstate__, which set_() it anywhere in any storage: past the buffer given,
+    # over other tensors, growing the storage (found by an outside tester).
+    same_as_first = struct.pack("<BBBBII", 0, 0, 0, 2, 0, 0)  # the record's tensor 0, as a persistent id
+    state = pickle.MARK + pickle.NONE + pickle.BININT + struct.pack("<i", -64) + pickle.TUPLE
+    data = pickle.PROTO + b"\x04" + pickle.SHORT_BINBYTES + bytes([len(same_as_first)]) + same_as_first
+    header, buffers = _with_pickled_bytes(data + pickle.BINPERSID + state + pickle.BUILD + b".")
+    _refused(header, buffers, "would change a tensor in place", allow_pickle={"x.y"})
 
 
 @pytest.mark.parametrize(
