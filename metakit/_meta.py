@@ -31,7 +31,10 @@ from metakit._combined import PROBE, check_cooperates, cooperating, probed
 from metakit._fields import ASDICT, ASTUPLE, CLASS_DICT, METHOD_NAMES, REPLACE, Layout, layout_of, takes_by_position
 from metakit._functions import instance_methods
 from metakit._overrides import (
+    ABSENT,
     DISPATCHERS,
+    cover_deletion,
+    delete,
     disown_replace,
     dispatch,
     guard_bases,
@@ -39,6 +42,8 @@ from metakit._overrides import (
     placing,
     put_back,
     reaches_users,
+    replace_if,
+    uncover,
 )
 from metakit._source import label_of, writable
 
@@ -56,12 +61,6 @@ again).  No lock: each change is one dict operation; readers walk a copy."""
 
 
 _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
-
-
-def _delete(cls: type, name: str) -> None:
-    """Take *name* off *cls*, if a finalizer or profiler that ran meanwhile left it (``_settle`` decides again)."""
-    if name in cls.__dict__:
-        type.__delattr__(cls, name)
 
 
 _WATCHED: Final = frozenset(
@@ -137,7 +136,12 @@ class ZeroCopyFields(type):
         global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:
             _changes = before = _changes + 1
-            super().__delattr__(name)
+            covered = cover_deletion(cls, name) if name in METHOD_NAMES else None
+            try:
+                super().__delattr__(name)
+            except BaseException:
+                uncover(covered)
+                raise
             if name == REPLACE and holds_fields(cls.__dict__):
                 disown_replace(cls)  # its own __replace__ (3.13+) is gone: a call goes on to the bases
             if name == "__dataclass_fields__":
@@ -148,6 +152,8 @@ class ZeroCopyFields(type):
                 _recheck_calls(cls)
             if _changes != before:
                 _settle(cls, before)
+            else:
+                uncover(covered)
 
 
 _changes = 0
@@ -274,10 +280,10 @@ def _install(cls: type) -> None:
         methods = generate(namespace.get("__module__"), member.__qualname__, layout_of(member))
         _set(member, STATE, methods)
         gone, wanted = placing(member, methods, frozenset(), previous)
-        for name in gone:
-            _delete(member, name)
-        for name, generated in wanted:
-            _set(member, name, generated)
+        for name, found in gone:
+            replace_if(member, name, found, ABSENT)
+        for name, generated, found in wanted:
+            replace_if(member, name, found, generated)
     if len(family) > 1:
         # Overrides below may reach the new methods through ``super()`` (rule 2),
         # and classes below that share them may be called otherwise.
@@ -295,21 +301,21 @@ def _changed(cls: type) -> None:
     """
     family = _family(cls)
     coming_back: set[tuple[int, str]] = set()
-    back: list[tuple[type, str, object]] = []
+    back: list[tuple[type, str, object, object]] = []
     for member in family:
         methods = member.__dict__.get(STATE)
         if type(methods) is GeneratedMethods:
             gone, wanted = placing(member, methods, coming_back)
-            for name in gone:
-                _delete(member, name)
-            for name, generated in wanted:
+            for name, found in gone:
+                replace_if(member, name, found, ABSENT)
+            for name, generated, found in wanted:
                 coming_back.add((id(member), name))
-                back.append((member, name, generated))
+                back.append((member, name, generated, found))
     # Rule 2, decided before anything comes back: a base that it holds for gets a forwarder at once.
     users = [member for member in family if reaches_users(member)]
     guarded = {id(base) for member in users for base in member.__mro__[1:]}
-    for member, name, generated in reversed(back):
-        put_back(member, name, generated, id(member) in guarded)
+    for member, name, generated, found in reversed(back):
+        put_back(member, name, generated, found, id(member) in guarded)
     for member in users:
         dispatch(member.__mro__[1:])
 
@@ -341,8 +347,8 @@ def _drop_methods(cls: type) -> None:
     namespace = cls.__dict__
     for name in METHOD_NAMES:
         if holds_generated(namespace, namespace.get(name)):
-            _delete(cls, name)
-    _delete(cls, STATE)
+            delete(cls, name)
+    delete(cls, STATE)
 
 
 def zerocopy_classes() -> list[type]:

@@ -14,6 +14,7 @@ are made by ``_meta``, under its lock.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 from collections.abc import Mapping, Set
@@ -26,8 +27,8 @@ from metakit._functions import instance_methods
 
 _set: Final = type.__setattr__
 
-_ABSENT: Final = object()
-_DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", _ABSENT)
+ABSENT: Final = object()
+_DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", ABSENT)
 """The generic ``__replace__`` that ``dataclasses`` gives every dataclass from 3.13 on (so must metakit)."""
 
 DISPATCHERS: Final[dict[str, object]] = {}
@@ -90,8 +91,8 @@ def _next_users(
     dispatcher = DISPATCHERS.get(name)
     for at in range(start, len(mro)):
         namespace = mro[at].__dict__
-        value = namespace.get(name, _ABSENT)
-        if value is _ABSENT or (coming_back and (id(mro[at]), name) in coming_back):
+        value = namespace.get(name, ABSENT)
+        if value is ABSENT or (coming_back and (id(mro[at]), name) in coming_back):
             continue
         if value is dispatcher:
             return None
@@ -110,7 +111,7 @@ def _owns_replace(cls: type) -> bool:
     ``ZeroCopy``'s: it serves the instance's own class.  Once a user deletes
     it (``disown_replace``), a call goes on to the bases, as it would without metakit.
     """
-    return _DATACLASSES_REPLACE is not _ABSENT and "__dataclass_fields__" in cls.__dict__ and id(cls) not in DISOWNED
+    return _DATACLASSES_REPLACE is not ABSENT and "__dataclass_fields__" in cls.__dict__ and id(cls) not in DISOWNED
 
 
 DISOWNED: Final[dict[int, weakref.ref[type]]] = {}
@@ -127,8 +128,9 @@ def disown_replace(cls: type) -> None:
 
 def placing(
     cls: type, methods: GeneratedMethods, coming_back: Set[tuple[int, str]], previous: tuple[object, ...] = ()
-) -> tuple[list[str], list[tuple[str, object]]]:
-    """Rule 1 for *cls*: the names whose generated method must go, and the generated methods it must get.
+) -> tuple[list[tuple[str, object]], list[tuple[str, object, object]]]:
+    """Rule 1 for *cls*: the names whose generated method must go, and the generated methods it must get, each
+    with the value it found there (``ABSENT`` for none), which ``replace_if`` replaces only if it is still there.
 
     *coming_back* holds ``(id(class), name)`` for each generated method that
     a class above will get back; *previous* are the functions of the methods
@@ -136,26 +138,48 @@ def placing(
     """
     namespace = cls.__dict__
     mro = cls.__mro__
-    gone: list[str] = []
-    wanted: list[tuple[str, object]] = []
+    gone: list[tuple[str, object]] = []
+    wanted: list[tuple[str, object, object]] = []
     for name, generated in ((ASDICT, methods.asdict), (ASTUPLE, methods.astuple), (REPLACE, methods.replace)):
-        own = namespace.get(name, _ABSENT)
+        own = namespace.get(name, ABSENT)
         if own is _DATACLASSES_REPLACE and DISOWNED:
             DISOWNED.pop(id(cls), None)  # written by a new decoration: the class owns one again
         # (``previous`` by identity: a user's value may define ``__eq__``.)
-        if not (own is _ABSENT or own is generated or is_ours(namespace, name, own) or any(own is f for f in previous)):
+        if not (own is ABSENT or own is generated or is_ours(namespace, name, own) or any(own is f for f in previous)):
             continue  # a user's method: never replaced
         # A method that a user wrote, inherited through any base: a generated
         # method of one base does not hide a user's of another.  But where
         # ``dataclasses`` gives the class a ``__replace__`` of its own, so does metakit.
         if not (name is REPLACE and _owns_replace(cls)) and _next_users(mro, 1, name, coming_back) is not None:
-            if own is not _ABSENT:  # the user's method above was put there later
-                gone.append(name)
-        elif own is _ABSENT or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own)):
+            if own is not ABSENT:  # the user's method above was put there later
+                gone.append((name, own))
+        elif own is ABSENT or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own)):
             # (A forwarder, put there by rule 2, stays: it serves the
             # instance's own class too.)
-            wanted.append((name, generated))
+            wanted.append((name, generated, own))
     return gone, wanted
+
+
+def replace_if(cls: type, name: str, found: object, value: object) -> None:
+    """Put *value* (``ABSENT``: nothing) under *name* on *cls* where *found* still is.
+
+    Code that runs in the middle of the rules' work (a trace function, a
+    finalizer) may change the class meanwhile; what it put there stays, and
+    the rules decide again (``_meta._settle``).  The test and the change are
+    one line: no trace event comes between them.
+    """
+    namespace = cls.__dict__
+    if value is ABSENT:
+        namespace.get(name, ABSENT) is found is not ABSENT and delete(cls, name)
+    else:
+        namespace.get(name, ABSENT) is found and _set(cls, name, value)
+
+
+def delete(cls: type, name: str) -> None:
+    """Take *name* off *cls*, if a finalizer or profiler that ran meanwhile left it (``_meta._settle`` decides
+    again)."""
+    with contextlib.suppress(AttributeError):  # gone already
+        type.__delattr__(cls, name)
 
 
 def guard_bases(cls: type) -> None:
@@ -170,10 +194,40 @@ def reaches_users(cls: type) -> bool:
     return any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES)
 
 
-def put_back(cls: type, name: str, generated: object, guarded: bool) -> None:
-    """Give *cls* its *generated* method *name* again, as a forwarder where rule 2 holds for it (*guarded*):
-    at no moment does a ``super()`` call from a user's method below it reach the generated code."""
-    _set(cls, name, _forwarder(cls, name, generated) if guarded else generated)
+def put_back(cls: type, name: str, generated: object, found: object, guarded: bool) -> None:
+    """Give *cls* its *generated* method *name* again, in place of *found*, as a forwarder where rule 2 holds for
+    it (*guarded*): at no moment does a ``super()`` call from a user's method below it reach the generated code."""
+    replace_if(cls, name, found, _forwarder(cls, name, generated) if guarded else generated)
+
+
+def cover_deletion(cls: type, name: str) -> tuple[type, str, object, object] | None:
+    """Before metakit's own method *name* of *cls* is deleted, which the rules then give back: let what a call on
+    an instance of *cls* finds meanwhile, the next base's generated method, serve the instance's own class.
+
+    That base gets a forwarder until ``uncover``: at no moment does a call
+    run a base's generated code, for the base's fields alone.
+    """
+    namespace = cls.__dict__
+    if type(namespace.get(STATE)) is not GeneratedMethods or not is_ours(namespace, name, namespace.get(name)):
+        return None
+    for base in cls.__mro__[1:]:
+        inherited = base.__dict__.get(name, ABSENT)
+        if inherited is not ABSENT:
+            if not holds_generated(base.__dict__, inherited):
+                return None  # a forwarder, ZeroCopy's method or a user's: it serves the instance's class already
+            forwarder = _forwarder(base, name, inherited)
+            _set(base, name, forwarder)
+            return base, name, forwarder, inherited
+    return None
+
+
+def uncover(covered: tuple[type, str, object, object] | None) -> None:
+    """Give back the base's generated method that ``cover_deletion`` put a forwarder in place of, if it still
+    holds that forwarder."""
+    if covered is not None:
+        base, name, forwarder, generated = covered
+        if base.__dict__.get(name) is forwarder:
+            _set(base, name, generated)
 
 
 def dispatch(classes: tuple[type, ...]) -> None:
@@ -183,7 +237,7 @@ def dispatch(classes: tuple[type, ...]) -> None:
         for name in METHOD_NAMES:
             generated = namespace.get(name)
             if holds_generated(namespace, generated):
-                _set(above, name, _forwarder(above, name, generated))
+                replace_if(above, name, generated, _forwarder(above, name, generated))
 
 
 def _forwarder(holder: type, name: str, generated: object) -> Any:
@@ -207,8 +261,8 @@ def _forwarder(holder: type, name: str, generated: object) -> Any:
                 passed = klass is holder  # by identity: a metaclass may define __eq__
                 continue
             namespace = klass.__dict__
-            method = namespace.get(name, _ABSENT)
-            if method is _ABSENT:
+            method = namespace.get(name, ABSENT)
+            if method is ABSENT:
                 continue
             if method is dispatcher:
                 break  # ZeroCopy's: it serves the instance's own class, as below
