@@ -14,7 +14,6 @@ are made by ``_meta``, under its lock.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import weakref
 from collections.abc import Mapping, Set
@@ -26,6 +25,7 @@ from metakit._fields import ASDICT, ASTUPLE, METHOD_NAMES, REPLACE
 from metakit._functions import instance_methods
 
 _set: Final = type.__setattr__
+_delattr: Final = type.__delattr__
 
 ABSENT: Final = object()
 _DATACLASSES_REPLACE: Final = getattr(dataclasses, "_replace", ABSENT)
@@ -170,16 +170,19 @@ def replace_if(cls: type, name: str, found: object, value: object) -> None:
     """
     namespace = cls.__dict__
     if value is ABSENT:
-        namespace.get(name, ABSENT) is found is not ABSENT and delete(cls, name)
+        namespace.get(name, ABSENT) is found is not ABSENT and _delattr(cls, name)
     else:
         namespace.get(name, ABSENT) is found and _set(cls, name, value)
 
 
-def delete(cls: type, name: str) -> None:
+def delete(cls: type, name: str) -> bool:
     """Take *name* off *cls*, if a finalizer or profiler that ran meanwhile left it (``_meta._settle`` decides
-    again)."""
-    with contextlib.suppress(AttributeError):  # gone already
+    again); whether it was there."""
+    try:
         type.__delattr__(cls, name)
+    except AttributeError:  # gone already
+        return False
+    return True
 
 
 def guard_bases(cls: type) -> None:
