@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from dataclasses import Field, fields
-from types import CodeType, MappingProxyType
+from types import CodeType, MappingProxyType, ModuleType
 from typing import Any, Final, NamedTuple
 
 ASDICT: Final = "asdict_zerocopy"
@@ -84,6 +84,10 @@ def declared_in(cls: type, f: Field[Any]) -> type:
 
 CLASS_DICT: Final[Any] = type.__dict__["__dict__"].__get__
 """A class's own dict, read with no code of a metaclass's run (a ``__dict__`` property, ``__getattribute__``)."""
+MODULE_DICT: Final[Any] = vars(ModuleType)["__dict__"].__get__
+"""A module's dict, read with no code of its own run (a module's ``__getattr__``, a subclass's property)."""
+QUALNAME: Final[Any] = type.__dict__["__qualname__"].__get__
+"""A class's qualified name, read with no code of a metaclass's run."""
 
 
 def as_text(name: str) -> str:

@@ -47,7 +47,7 @@ from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import torch
 
-from metakit._fields import CLASS_DICT, declared_in
+from metakit._fields import CLASS_DICT, MODULE_DICT, declared_in
 from metakit._meta import ZeroCopyFields
 
 Check = Callable[[object], bool]
@@ -870,13 +870,10 @@ def _attributes(value: object) -> Mapping[str, Any] | None:
     """The dict of a module or a class, read with no code of theirs (a ``__getattribute__``, a property) run."""
     kind = type(value)  # not isinstance, which may ask the object for its __class__
     if issubclass(kind, types.ModuleType):
-        return _MODULE_DICT(value)  # type: ignore[no-any-return]
+        return MODULE_DICT(value)  # type: ignore[no-any-return]
     if issubclass(kind, type):
         return CLASS_DICT(value)  # type: ignore[no-any-return]
     return None
-
-
-_MODULE_DICT: Final[Any] = cast("Any", types.ModuleType).__dict__["__dict__"].__get__
 
 
 def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:

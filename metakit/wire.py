@@ -93,7 +93,7 @@ import torch
 
 from metakit._codegen import STATE, holds_generated
 from metakit._errors import _check_skipped, _skip_fields_failed, _skip_fields_text, describe
-from metakit._fields import CLASS_DICT, is_omitted, stranded
+from metakit._fields import CLASS_DICT, MODULE_DICT, QUALNAME, is_omitted, stranded
 from metakit._meta import ZeroCopyFields, zerocopy_classes
 from metakit._source import printable, writable
 from metakit._wire_plan import OBJECT_NEW, TYPE_CALL, Builder, Encoder, make_builder, make_encoder, positional_init
@@ -1912,9 +1912,8 @@ class _Reader:
             extra = len(data) - _pickle_end(data)
             if extra:
                 raise WireError(f"a pickled value is followed by {extra} bytes that are not part of it")
-            unpickler = (_Unpickler if self.allow_pickle is True else _ListedUnpickler)(data, self.allow_pickle)
-            unpickler.tensor = self.tensor
-            value = unpickler.load()
+            unpickler = _Unpickler if self.allow_pickle is True else _ListedUnpickler
+            value = unpickler(data, self.allow_pickle, self.tensor).load()
             self.pickled[id(value)] = value  # kept, so that the id stays its own while the header is read
             return value
         except WireError:
@@ -2459,11 +2458,12 @@ class _Globals:
     """How the receiver's unpicklers read *data* and find a global: only one that is listed and already
     imported."""
 
-    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
+    def __init__(self, data: memoryview, allowed: AllowPickle, tensor: Callable[[memoryview], torch.Tensor]) -> None:
         self.stream = io.BytesIO(data)
         super().__init__(self.stream)  # type: ignore[call-arg]  # the unpickler's, next in the MRO
         self.allowed = allowed
-        self.tensor: Callable[[memoryview], torch.Tensor] = _no_tensor
+        self.tensor = tensor
+        """Reads a tensor's spec as the record's reader does (``_Reader.tensor``)."""
 
     def persistent_load(self, pid: object) -> torch.Tensor:
         """A tensor in the pickled value: its spec, read as any tensor of the record is."""
@@ -2489,10 +2489,6 @@ class _Globals:
         return found
 
 
-def _no_tensor(data: memoryview) -> torch.Tensor:
-    raise WireError("a pickled value holds a tensor where none may arrive")
-
-
 class _Unpickler(_Globals, pickle.Unpickler):
     """Reads a pickled value from a peer the receiver trusts (``allow_pickle=True``); never imports a module."""
 
@@ -2510,8 +2506,8 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
 
     dispatch: ClassVar[dict[int, Callable[[Any], None]]] = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, data: memoryview, allowed: AllowPickle) -> None:
-        super().__init__(data, allowed)
+    def __init__(self, data: memoryview, allowed: AllowPickle, tensor: Callable[[memoryview], torch.Tensor]) -> None:
+        super().__init__(data, allowed, tensor)
         self.found: dict[int, tuple[object, str]] = {}
         """The globals found so far, and their names, by identity: each once, however often a pickle
         names it (a chain of a global's instances names it at every link)."""
@@ -2557,7 +2553,7 @@ def _readers() -> list[object]:
     for name in names:
         module_name, _, attribute = name.rpartition(".")
         module = sys.modules.get(module_name)
-        found = None if module is None else _MODULE_DICT.__get__(module).get(attribute)  # no __getattr__ runs
+        found = None if module is None else MODULE_DICT(module).get(attribute)  # no __getattr__ runs
         if found is not None:
             readers.append(found)
     return readers
@@ -2670,11 +2666,8 @@ def live_classes() -> dict[str, list[type]]:
     """The live dataclasses made by ``ZeroCopyFields``, by qualified name."""
     classes: dict[str, list[type]] = {}
     for cls in zerocopy_classes():
-        classes.setdefault(_QUALNAME(cls), []).append(cls)  # type's own: no metaclass's code runs
+        classes.setdefault(QUALNAME(cls), []).append(cls)  # type's own: no metaclass's code runs
     return classes
-
-
-_QUALNAME: Final[Any] = vars(type)["__qualname__"].__get__
 
 
 def _named_in(module: object, qualname: str) -> object:
@@ -2687,15 +2680,12 @@ def _named_in(module: object, qualname: str) -> object:
     if not issubclass(type(module), types.ModuleType):
         return None
     first, dot, rest = qualname.partition(".")
-    found = _MODULE_DICT.__get__(module).get(first)
+    found = MODULE_DICT(module).get(first)
     for part in rest.split(".") if dot else ():
         if not issubclass(type(found), type):
             return None
         found = CLASS_DICT(found).get(part)
     return found
-
-
-_MODULE_DICT: Final[Any] = vars(types.ModuleType)["__dict__"]
 
 
 def _is_replaced(cls: type, others: list[type]) -> bool:
