@@ -14,6 +14,7 @@ are made by ``_meta``, under its lock.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 from collections.abc import Mapping, Set
@@ -175,14 +176,11 @@ def replace_if(cls: type, name: str, found: object, value: object) -> None:
         namespace.get(name, ABSENT) is found and _set(cls, name, value)
 
 
-def delete(cls: type, name: str) -> bool:
+def delete(cls: type, name: str) -> None:
     """Take *name* off *cls*, if a finalizer or profiler that ran meanwhile left it (``_meta._settle`` decides
-    again); whether it was there."""
-    try:
-        type.__delattr__(cls, name)
-    except AttributeError:  # gone already
-        return False
-    return True
+    again)."""
+    with contextlib.suppress(AttributeError):  # gone already
+        _delattr(cls, name)
 
 
 def guard_bases(cls: type) -> None:
