@@ -55,9 +55,8 @@ a finalizer, a signal handler or a profiler may make or change a class in the sa
 
 
 _registry: Final[dict[int, weakref.ref[Any]]] = {}
-"""Every live class that ``ZeroCopyFields`` made, oldest first: a weak reference to each, under the class's
-``id``, which it leaves as the class is collected (before its memory, and so its ``id``, can be taken
-again).  No lock: each change is one dict operation; readers walk a copy."""
+"""Every live class that ``ZeroCopyFields`` made, oldest first, weakly, under its ``id``, which it leaves as it
+is collected (before the ``id`` can be taken again).  No lock: each change is one dict operation."""
 
 
 _set: Final = type.__setattr__  # metakit's own changes: nothing need watch them
@@ -72,10 +71,9 @@ _WATCHED: Final = frozenset(
 class ZeroCopyFields(type):
     """Metaclass that gives each dataclass it creates generated conversions.
 
-    Any class it creates that is, or later becomes, a dataclass gets an ``asdict_zerocopy``, an
-    ``astuple_zerocopy`` and a ``__replace__`` written for its own fields, unless the class defines or inherits
-    a method of that name that a user wrote (but for an inherited ``__replace__`` from 3.13 on, where
-    ``dataclasses`` gives every dataclass its own).  Nothing else about the class changes.
+    Any class it creates that is, or becomes, a dataclass gets an ``asdict_zerocopy``, an ``astuple_zerocopy``
+    and a ``__replace__`` written for its own fields, unless it has a user's method of that name (rule 1).
+    Nothing else about the class changes.
 
     Most code inherits ``ZeroCopy`` rather than naming the metaclass.  To combine it with another metaclass,
     derive from both, in either order::
@@ -84,16 +82,13 @@ class ZeroCopyFields(type):
     """
 
     def __new__(mcls: type[_M], name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any) -> _M:
-        if "__module__" not in namespace:
-            # ``type.__new__`` would take the module of the innermost Python
-            # frame, which is this one: take our caller's, as it would have.
+        if "__module__" not in namespace:  # type.__new__ would take this frame's module: take our caller's
             namespace = {"__module__": sys._getframe(1).f_globals.get("__name__"), **namespace}
         before = _changes
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if mcls is not ZeroCopyFields and mcls not in cooperating:
             check_cooperates(cls, ZeroCopyFields)
-        # A callback that runs no Python code: a signal handler runs between
-        # Python instructions, and a Ctrl-C raised in a callback is only printed.
+        # A callback that runs no Python code, where a Ctrl-C would only be printed.
         _registry[id(cls)] = weakref.ref(cls, functools.partial(_registry.pop, id(cls)))
         with LOCK:
             if _needs_methods_of_its_own(cls, namespace):
@@ -161,11 +156,10 @@ _changes = 0
 
 
 def _settle(cls: type, before: int) -> None:
-    """Apply the rules again to *cls* and the classes below it: a change came while they were applied.
+    """Apply the rules again to *cls* and the classes below it, until no change comes in between.
 
-    Under ``LOCK`` no other thread can change a class; but the same thread can, in the middle of the work: a
-    finalizer that the garbage collector runs there, a signal handler or a profiler.  What the rules decided
-    for *cls* before that may no longer hold, so they decide again until no change comes in between.
+    Under ``LOCK`` no other thread changes a class, but the same thread can, in the middle of the work (a
+    finalizer, a signal handler, a profiler): what the rules decided before may no longer hold.
     """
     while _changes != before:
         before = _changes
@@ -285,8 +279,7 @@ def _install(cls: type) -> None:
         for name, generated, found in wanted:
             replace_if(member, name, found, generated)
     if len(family) > 1:
-        # Overrides below may reach the new methods through ``super()`` (rule 2),
-        # and classes below that share them may be called otherwise.
+        # Overrides below may reach the new methods (rule 2); classes below that share them may be called otherwise.
         for member in family:
             guard_bases(member)
         _recheck_calls(cls)
@@ -387,11 +380,10 @@ class ZeroCopy(metaclass=ZeroCopyFields):
     # skip_fields is Any so that overrides may narrow it (vLLM's takes
     # Optional[Set[str]]); the mypy plugin checks it is an Iterable[str].
     def asdict_zerocopy(self, skip_fields: Any = None) -> dict[str, Any]:
-        """A new dict of this instance's fields, holding the very same objects.
+        """A new dict of this instance's fields, holding the very same objects (never copied).
 
-        Its keys are the names in ``dataclasses.fields(self)``, in that order, without ``OMIT`` fields and
-        without the names in *skip_fields*.  Its values are never copied.  A name in *skip_fields* that is not
-        a field raises ``ValueError``.
+        Its keys are the names in ``dataclasses.fields(self)``, in order, without ``OMIT`` fields and the names
+        in *skip_fields*; one there that is no field raises ``ValueError``.
         """
         return instance_methods(self, ASDICT).asdict(self, skip_fields)
 
