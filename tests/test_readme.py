@@ -18,7 +18,7 @@ the lines that follow it, up to the next ``$``; ``...`` stands for any text,
 as in a doctest, so that a block may show part of a long output.
 
 Relative links in the guides that this project writes by hand (the README,
-CONTRIBUTING.md, docs/internals.md) must lead to a file that exists, and a
+CONTRIBUTING.md, docs/internals.md, docs/typing.md) must lead to a file that exists, and a
 ``#anchor`` to a heading of it.
 """
 
@@ -42,7 +42,7 @@ ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
 GUIDES = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 """The documents whose code blocks run; docs/wire-format.md and docs/benchmarks.md hold none that do."""
-LINKED = [README, ROOT / "CONTRIBUTING.md", ROOT / "docs" / "internals.md"]
+LINKED = [README, ROOT / "CONTRIBUTING.md", ROOT / "docs" / "internals.md", ROOT / "docs" / "typing.md"]
 """The documents whose relative links are checked (docs/benchmarks.md links into .ci/, which the sdist leaves out)."""
 NOT_RUN = re.compile(r"#\s*not run:\s*(?P<reason>\S.*)$", re.IGNORECASE)
 NEEDS_TORCH = ("torch", "metakit.examples.engine", "metakit.distributed")

@@ -48,7 +48,7 @@ def run_mypy(files: list[Path], cache_dir: Path) -> tuple[str, str, int]:
 
 
 _OLD_MYPY_ONLY = re.compile(r"#.*\breported by mypy before 1\.20\b")
-"""Marks a correct line that mypy before 1.20 reports, where mypy itself infers less (the README says so)."""
+"""Marks a correct line that mypy before 1.20 reports, where mypy itself infers less (docs/typing.md says so)."""
 _OLD_MYPY = tuple(int(part) for part in re.findall(r"\d+", mypy_version)[:2]) < (1, 20)
 
 

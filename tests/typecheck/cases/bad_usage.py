@@ -206,7 +206,7 @@ def starred_skip_fields_items_are_checked(meta: FlashInferMetadata, ints: set[in
 
 def a_plain_result_rebound_to_one_that_may_lack_keys(meta: FlashInferMetadata, skip: Set[str]) -> int:
     d = meta.asdict_zerocopy()
-    d = meta.asdict_zerocopy(skip_fields=skip)  # E: its keys may be gone (README Limits: annotate d)
+    d = meta.asdict_zerocopy(skip_fields=skip)  # E: its keys may be gone (docs/typing.md: annotate d)
     return len(d)
 
 

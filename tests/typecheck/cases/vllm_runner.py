@@ -146,7 +146,7 @@ def idiom_dict_methods(meta: PagedMetadata, decode: Optional[PagedMetadata]) -> 
 
 
 def idiom_result_mixed_with_another_dict(meta: PagedMetadata, skip: Optional[Set[str]], flag: bool) -> int:
-    # README Limits: a variable that takes a plain call's result and one with a skip_fields that is not
+    # docs/typing.md: a variable that takes a plain call's result and one with a skip_fields that is not
     # a literal, or a result mixed with another dict, is annotated Dict[str, Any].
     d: Dict[str, Any] = meta.asdict_zerocopy()
     if skip:
