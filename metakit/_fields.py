@@ -38,12 +38,17 @@ def is_omitted(f: Field[Any]) -> bool:
     ``field(metadata=...)`` takes any object with a ``__getitem__``, which
     ``dataclasses`` wraps in a read-only proxy and never reads: it need not
     have a ``get``, nor raise ``KeyError`` for a key it lacks.  So the mark
-    is read by subscript, and a lookup that fails, however it fails, means
-    that there is none.
+    is read by ``get`` where there is one (a dict's runs no ``__missing__``,
+    which would answer for a key it lacks, and add it), else by subscript;
+    a lookup that fails, however it fails, means that there is none.
     """
     metadata = f.metadata
     if metadata is _NO_METADATA:
         return False
+    try:
+        return bool(metadata.get(OMIT_KEY))
+    except Exception:  # no get (the proxy asks the user's object for one), or one that fails in its own way
+        pass
     try:
         return bool(metadata[OMIT_KEY])
     except Exception:  # a metadata object of the user's own that lacks the key, in its own way
@@ -151,11 +156,13 @@ def takes_by_position(cls: type, arguments: tuple[str, ...]) -> bool:
     So it does where ``type.__call__`` and ``object.__new__`` hand them to an
     ``__init__`` that is a Python function whose parameters after ``self``
     are exactly *arguments*, in order: no ``*args``, ``**kwargs``,
-    positional-only or keyword-only ones.  Then ``replace`` may pass them by
-    position, which skips the matching of each keyword to its parameter:
-    about half of ``__init__``'s cost on 15 fields.
+    positional-only or keyword-only ones; and where ``obj.__class__`` is
+    *cls*.  Then ``replace`` may pass them by position, which skips the
+    matching of each keyword to its parameter: about half of ``__init__``'s
+    cost on 15 fields.
     """
-    called_as_type_calls = type(cls).__call__ is _TYPE_CALL and cls.__new__ is _OBJECT_NEW  # type: ignore[comparison-overlap]
+    called = type(cls).__call__ is _TYPE_CALL and _instances_class_is(cls)
+    called_as_type_calls = called and cls.__new__ is _OBJECT_NEW  # type: ignore[comparison-overlap]
     code = getattr(getattr(cls, "__init__", None), "__code__", None) if called_as_type_calls else None
     return (
         isinstance(code, CodeType)
@@ -164,6 +171,19 @@ def takes_by_position(cls: type, arguments: tuple[str, ...]) -> bool:
         and not code.co_kwonlyargcount
         and code.co_varnames[1 : code.co_argcount] == arguments
     )
+
+
+def _instances_class_is(cls: type) -> bool:
+    """Whether ``obj.__class__``, which ``replace`` calls as ``dataclasses.replace`` does, is *cls* for its
+    instances: no class in its MRO defines ``__class__`` (a property may name another class)."""
+    for klass in cls.__mro__:
+        found = CLASS_DICT(klass).get("__class__")
+        if found is not None:
+            return found is _OBJECTS_CLASS
+    return True
+
+
+_OBJECTS_CLASS: Final = object.__dict__["__class__"]
 
 
 def layout_of(cls: type) -> Layout:

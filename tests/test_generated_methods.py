@@ -2011,6 +2011,34 @@ def test_field_metadata_with_only_getitem_is_accepted(base):
     assert dataclasses.fields(C)[0].metadata["doc"] == "x"
 
 
+class Answering(dict):  # type: ignore[type-arg]
+    """A metadata dict whose ``__missing__`` answers for any key, and records it."""
+
+    def __missing__(self, key: str) -> str:
+        self[key] = "answered"
+        return "answered"
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [Answering, lambda **entries: collections.defaultdict(lambda: "x", entries)],
+    ids=["dict-with-missing", "defaultdict"],
+)
+@pytest.mark.parametrize("base", [(), (ZeroCopy,)], ids=["plain", "ZeroCopy"])
+def test_a_metadata_dict_with_missing_marks_no_field_and_is_left_as_it_was(base, metadata):
+    # An outside tester: the OMIT mark was read by subscript, which ran __missing__: the field was
+    # dropped from the dict, and the key added to the user's metadata.
+    entries = metadata(doc="help text")
+    C = make_dataclass("C", [("a", int), ("b", int, field(default=2, metadata=entries))], bases=base)
+    c = C(1)
+    assert metakit.asdict_zerocopy(c) == {"a": 1, "b": 2}
+    assert metakit.astuple_zerocopy(c) == (1, 2)
+    if base:
+        assert c.asdict_zerocopy() == {"a": 1, "b": 2}
+        metakit.testing.assert_zerocopy_class(C)
+    assert dict(entries) == {"doc": "help text"}
+
+
 class RaisingMapping(Mapping[str, object]):
     """A Mapping whose ``__getitem__`` raises a ``ValueError`` for a key it lacks."""
 

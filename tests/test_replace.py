@@ -1087,6 +1087,47 @@ def test_new_assigned_after_creation_replace_matches_dataclasses():
     _assert_replace_like_dataclasses(object.__new__(Later), a=5)
 
 
+class _Recorded:
+    """What ``obj.__class__`` names below: it takes keywords only."""
+
+    def __init__(self, **changes: object) -> None:
+        self.changes = changes
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Recorded and other.changes == self.changes
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("base", [ZeroCopy, None], ids=["zerocopy", "plain"])
+def test_replace_calls_what_obj_class_names_as_dataclasses_replace_does(base):
+    # An outside tester: a class whose instances' __class__ is a property naming another class was
+    # called by position, as its own __init__ takes them, where dataclasses.replace passes keywords.
+    @dataclass
+    class Renamed(*([base] if base else [])):  # type: ignore[misc]
+        a: int
+        b: int = 2
+
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            return _Recorded
+
+    @dataclass
+    class Below(Renamed):
+        c: int = 3
+
+    ways = [metakit.replace, lambda obj, **changes: type(obj).__replace__(obj, **changes)]
+    if PY313:
+        ways.append(copy.replace)
+    for obj in (Renamed(1), Below(1)):
+        below = {"c": 3} if type(obj) is Below else {}
+        for changes in ({"a": 5}, {}):
+            expected = dataclasses.replace(obj, **changes)
+            assert expected == _Recorded(**{"a": 1, "b": 2, **below, **changes})
+            for way in ways if base or PY313 else ways[:1]:
+                assert way(obj, **changes) == expected
+
+
 def test_undecorated_subclass_own_init_or_new_replace_matches_dataclasses():
     # DESIGN: "metakit.replace(obj, /, **changes) returns a new instance of the same class with the given fields
     # changed, exactly as dataclasses.replace does"
