@@ -177,9 +177,9 @@ def _instances_class_is(cls: type) -> bool:
     """Whether ``obj.__class__``, which ``replace`` calls as ``dataclasses.replace`` does, is *cls* for its
     instances: no class in its MRO defines ``__class__`` (a property may name another class)."""
     for klass in cls.__mro__:
-        found = CLASS_DICT(klass).get("__class__")
-        if found is not None:
-            return found is _OBJECTS_CLASS
+        namespace = CLASS_DICT(klass)
+        if "__class__" in namespace:
+            return namespace["__class__"] is _OBJECTS_CLASS
     return True
 
 

@@ -481,6 +481,34 @@ def test_a_metaclass_whose_hooks_bypass_zerocopyfields_is_refused_and_works_list
     assert metakit.astuple_zerocopy(C()) == (1, 3)
 
 
+class _Sealed(type):
+    def __delattr__(cls, name):
+        raise AttributeError(f"{cls.__name__} is sealed: cannot delete {name}")
+
+
+@pytest.mark.parametrize("order", ["sealed first", "ZeroCopyFields first"])
+def test_a_metaclass_that_refuses_every_deletion_combines_in_either_order(order):
+    # An outside tester: one listed first was refused at its first class, for the probe's deletion
+    # alone, though no deletion can then go past ZeroCopyFields unseen.
+    bases = (_Sealed, ZeroCopyFields) if order == "sealed first" else (ZeroCopyFields, _Sealed)
+    combined = type("Combined", bases, {})
+
+    @dataclass
+    class A(metaclass=combined):
+        a: int = 1
+
+    @dataclass
+    class B(A):
+        b: int = 2
+
+    assert B().asdict_zerocopy() == {"a": 1, "b": 2}
+    assert metakit.replace(B(), b=5) == B(1, 5)
+    assert "__metakit_probe__" not in vars(A)
+    with pytest.raises(AttributeError, match="sealed"):
+        del B.asdict_zerocopy
+    assert B().asdict_zerocopy() == {"a": 1, "b": 2}
+
+
 def test_a_metaclass_hook_that_makes_a_class_of_its_own_while_checked_is_not_refused():
     class Spawning(type):
         made: typing.ClassVar[list[type]] = []
