@@ -227,8 +227,7 @@ def uncover(covered: tuple[type, str, object, object] | None) -> None:
     holds that forwarder."""
     if covered is not None:
         base, name, forwarder, generated = covered
-        if base.__dict__.get(name) is forwarder:
-            _set(base, name, generated)
+        replace_if(base, name, forwarder, generated)
 
 
 def dispatch(classes: tuple[type, ...]) -> None:
