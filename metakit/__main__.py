@@ -4,7 +4,8 @@ Every error a user can cause (a bad argument, a module that cannot be
 imported or raises, an output path that cannot be written) exits with
 status 2 and one line on stderr (after the usage where argparse cannot
 parse the arguments), before any work is done; so does an output that
-cannot take what is written (a full disk), once it is seen; Ctrl-C exits with
+cannot take what is written (a full disk), once it is seen, and a stderr that
+cannot once the output is written (a closed one is discarded); Ctrl-C exits with
 status 130, and a reader that closes the output early (``| head``) makes it
 exit with status 141, as SIGPIPE would.  None of them prints a traceback.
 """
@@ -17,8 +18,9 @@ import os
 import sys
 import sysconfig
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
 import metakit
 from metakit._cli import ArgumentParser
@@ -63,6 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     prog = program_name()
     _buffer_stdout()
+    stderr = sys.stderr
+    sys.stderr = told = _Told(stderr)
+    try:
+        status = _main(prog, args)
+    finally:
+        sys.stderr = stderr
+    return 2 if told.lost and status == 0 else status
+
+
+def _main(prog: str, args: list[str]) -> int:
     try:
         try:
             status = _run(prog, args)
@@ -86,6 +98,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         _cannot_write(prog, error)
         return 2
     return status
+
+
+class _Told:
+    """``sys.stderr`` while a command runs: what it cannot take is dropped, never the command's output.
+
+    A write that fails (a full disk) is remembered, and ``main`` then exits
+    with status 2 once the output is written; the stream goes to the null
+    device, so that Python's flush at exit cannot fail again.  Without a
+    stderr (started with it closed), what is said is discarded, as Python
+    discards its own messages there, where ``print`` would write it on stdout.
+    """
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+        self.lost = False
+
+    def write(self, text: str) -> int:
+        self._tell(lambda stream: stream.write(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._tell(lambda stream: stream.flush())
+
+    def isatty(self) -> bool:
+        return self.stream is not None and self.stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:  # the stream's own: encoding, fileno...
+        return getattr(self.stream, name)
+
+    def _tell(self, call: Callable[[TextIO], object]) -> None:
+        if self.stream is None or self.lost:
+            return
+        try:
+            call(self.stream)
+        except (OSError, ValueError):  # a full disk, a closed stream
+            self.lost = True
+            _discard(self.stream)
 
 
 def _buffer_stdout() -> None:
@@ -142,8 +191,13 @@ def _cannot_write(prog: str, error: BaseException) -> None:
 
 def _discard_stdout() -> None:
     """Send what is left of stdout nowhere: the reader has gone, and Python flushes it again at exit."""
+    _discard(sys.stdout)
+
+
+def _discard(stream: TextIO | None) -> None:
+    """Send what is left of *stream* nowhere (its descriptor to the null device), if it is a file."""
     try:
-        descriptor = sys.stdout.fileno()
+        descriptor = stream.fileno()  # type: ignore[union-attr]
     except (AttributeError, OSError, ValueError):  # not a file (captured, as in tests), or closed: nothing to flush
         return
     devnull = os.open(os.devnull, os.O_WRONLY)

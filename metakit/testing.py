@@ -64,7 +64,10 @@ def assert_zerocopy(obj: object) -> None:
     ``skip_fields`` must remove exactly the names given (``OMIT`` fields
     too), leave its argument unchanged and reject a name that is not a
     field.  ``metakit.replace(obj)`` with no changes, where it exists, must
-    keep the very objects, as ``dataclasses.replace`` does.
+    keep the very objects, as ``dataclasses.replace`` does, and where
+    ``__init__`` makes a new one, an equal one (if it makes the same value
+    each time); a change that ``dataclasses.replace`` itself makes to the
+    instance is blamed on ``__init__`` or ``__post_init__``.
 
     A user's own ``asdict_zerocopy`` (vLLM's FlashInfer metadata has one,
     to leave out its kernel wrapper) may leave out fields that ``__init__``
@@ -536,6 +539,7 @@ class _Form(NamedTuple):
 
 
 _GENERATED = "the generated code"
+_INIT = "its __init__ or __post_init__"
 _MISSING = _Sentinel("for an attribute an instance lacks")
 _BARE_HINT = (
     " (on an instance whose fields hold sentinels; for code that needs real values,"
@@ -929,6 +933,9 @@ class _Checker:
             for form in forms:
                 self._check_replace_raises(form, error)
             return
+        self._check_unchanged(_INIT, "dataclasses.replace(obj)")
+        # A value that ``__init__`` makes anew is compared by value, where it makes the same one each time.
+        again: object = dataclasses.replace(obj)  # type: ignore[type-var]
         for form in forms:
             got = self._call(form, form.text())
             if type(got) is not self.cls:
@@ -936,12 +943,25 @@ class _Checker:
             if got is obj:
                 self.fail(form.role, form.text(), "returned the instance itself, not a new one")
             for name in self.every:
-                kept = self.same(name, getattr(reference, name, _MISSING))
-                if kept and not self.same(name, getattr(got, name, _MISSING)):
+                wanted, value = getattr(reference, name, _MISSING), getattr(got, name, _MISSING)
+                if self.same(name, wanted):
+                    if not self.same(name, value):
+                        self.fail(
+                            form.role,
+                            form.text(),
+                            f"holds a new object in field {name!r}, where dataclasses.replace(obj) keeps the very"
+                            " object",
+                        )
+                elif (
+                    name not in self.unstable
+                    and _equal(wanted, getattr(again, name, _MISSING))
+                    and not _equal(value, wanted)
+                ):
                     self.fail(
                         form.role,
                         form.text(),
-                        f"holds a new object in field {name!r}, where dataclasses.replace(obj) keeps the very object",
+                        f"holds {_shown(value)} in field {name!r},"
+                        f" where dataclasses.replace(obj) gives {_shown(wanted)}",
                     )
 
     def _check_replace_raises(self, form: _Form, expected: Exception) -> None:
@@ -975,21 +995,26 @@ class _Checker:
             raise _RaisedOnSentinels(
                 f"{_name(self.cls)}: {form.role}: {call} raised {describe(error)}{_BARE_HINT}{notes}"
             ) from error
+        self._check_unchanged(form.role, call)
+        return result
+
+    def _check_unchanged(self, role: str, call: str) -> None:
+        """Fail, blaming *role*, if *call*, just made, changed the instance's fields or what they hold."""
+        __tracebackhide__ = True
         changed = [name for name in self.every if not self.same(name, self._read(name))]
         if changed:
             self.fail(
-                form.role,
+                role,
                 call,
                 f"changed the instance's field {changed[0]!r}: a conversion must leave the record as it was",
             )
         written = [name for name, held in self.contents.items() if held and not _holds_still(self.values[name], held)]
         if written:
             self.fail(
-                form.role,
+                role,
                 call,
                 f"changed what the instance's field {written[0]!r} holds: a conversion must leave the record as it was",
             )
-        return result
 
 
 def _contents(value: object) -> tuple[tuple[object, ...], bytes] | None:
@@ -1009,6 +1034,31 @@ def _contents(value: object) -> tuple[tuple[object, ...], bytes] | None:
         return (), layout + flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()
     except Exception:  # sparse, nested or meta, or torch without numpy: by identity alone
         return None
+
+
+def _equal(value: object, other: object) -> bool:
+    """Whether *value* and *other* are surely equal: of one type, and ``==`` answers ``True`` (tensors: same dtype,
+    shape and values); ``False`` where that cannot be told (``==`` raises or answers no ``bool``)."""
+    if type(value) is not type(other):
+        return False
+    if value is other:
+        return True
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and isinstance(value, torch.Tensor):
+            return value.dtype == other.dtype and value.shape == other.shape and bool(torch.equal(value, other))  # type: ignore[attr-defined]
+        return (value == other) is True
+    except Exception:  # a tensor inside a list, a device of another kind...
+        return False
+
+
+def _shown(value: object) -> str:
+    """*value* as a failure shows it: its ``repr``, cut short, or its type where that raises."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a {_name(type(value))}"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _holds_still(value: object, held: tuple[tuple[object, ...], bytes]) -> bool:

@@ -597,6 +597,45 @@ def test_a_module_that_prints_while_imported_to_a_full_disk_exits_with_status_2(
     assert err.endswith(f"{PROG}: error: cannot write the output: [Errno 28] No space left on device\n"), err
 
 
+@pytest.mark.parametrize(
+    ("args", "stdout", "statuses"),
+    [
+        (["show", "metakit.examples.engine:AttentionMetadata"], "# metakit: the generated", (0, 0)),
+        (["show", "metakit_cli_plain:Plain"], "# metakit: the generated", (2, 0)),  # a note comes first
+        (["show", "metakit_cli_plain:Missing"], "", (2, 2)),
+        (["frobnicate"], "", (2, 2)),
+    ],
+    ids=["no note", "a note", "an error", "the usage"],
+)
+@pytest.mark.parametrize("stderr", ["full", "closed"])
+def test_a_stderr_that_cannot_take_what_is_said_loses_no_output_and_sends_nothing_to_stdout(
+    tmp_path, args, stdout, statuses, stderr
+):
+    # With stderr on a full disk, the note's failed write ended show with status 1 and no source; with
+    # stderr closed, the note went to stdout, into the source (an outside tester). Now the output is
+    # written whole and nothing else goes to stdout; what stderr could not take makes the status 2, and
+    # a stderr closed by the caller is discarded, as Python discards its own messages there.
+    if not os.path.exists("/dev/full"):
+        pytest.fail("/dev/full is needed: this test runs on Linux")
+    plain = "from dataclasses import dataclass\n\n@dataclass\nclass Plain:\n    a: int\n"
+    (tmp_path / "metakit_cli_plain.py").write_text(plain)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "metakit", *args],
+            stdout=subprocess.PIPE,
+            stderr=full,
+            env=env,
+            check=False,
+            preexec_fn=(lambda: os.close(2)) if stderr == "closed" else None,
+        )
+    out = done.stdout.decode()
+    assert out.startswith(stdout) if stdout else not out, out
+    assert "note:" not in out, out
+    assert "error" not in out, out
+    assert done.returncode == statuses[stderr == "closed"]
+
+
 @pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
 @pytest.mark.parametrize("command", ["show", "stubgen"])
 def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(cli, tmp_path, command, code, shown):

@@ -1509,6 +1509,79 @@ def test_a_broken_replace_is_blamed_as_generated_code(monkeypatch, check, name, 
     assert str(error.value).startswith("WithReplace: the generated code: metakit.replace(obj) ")
 
 
+@dataclass(init=False)
+class MakesLists(ZeroCopy):
+    """An ``__init__`` that holds new lists of what it is given: no field keeps the very object."""
+
+    seq_lens: object = ()
+    query_lens: object = ()
+
+    def __init__(self, seq_lens=(), query_lens=()):
+        self.seq_lens, self.query_lens = [seq_lens], [query_lens]
+
+
+def swaps_the_fields(obj, /, **changes):
+    return type(obj)(obj.query_lens, obj.seq_lens)
+
+
+def counts(obj, /, **changes):
+    return type(obj)(next(_COUNTER), obj.query_lens)
+
+
+_COUNTER = itertools.count()
+
+
+@dataclass(init=False)
+class Counts(MakesLists):
+    """An ``__init__`` that makes a new value each time: ``seq_lens`` has no one right value to compare."""
+
+    def __init__(self, seq_lens=(), query_lens=()):
+        super().__init__(next(_COUNTER), query_lens)
+
+
+@pytest.mark.parametrize("check", HELPERS)
+@pytest.mark.parametrize("lies", [False, True], ids=["honest __eq__", "lying __eq__"])
+def test_a_replace_that_puts_values_in_other_fields_fails_where_init_makes_new_objects(monkeypatch, check, lies):
+    # The helpers compared only the fields dataclasses.replace keeps as the very objects: where __init__
+    # makes new ones, a replace that swapped two fields passed (an outside tester). Each such field's value
+    # is now compared with dataclasses.replace's, by ==, where that gives the same value twice.
+    monkeypatch.setattr(metakit, "replace", swaps_the_fields, raising=False)
+    cls = type("Lies", (MakesLists,), {"__eq__": lambda self, other: True}) if lies else MakesLists
+    swapped = r"holds \[.*\] in field 'seq_lens', where dataclasses.replace\(obj\) gives"
+    with pytest.raises(AssertionError, match=swapped):
+        check(cls([1], [2]))
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_a_field_that_init_makes_anew_each_time_is_not_compared(monkeypatch, check):
+    monkeypatch.setattr(metakit, "replace", counts, raising=False)
+    check(Counts())
+    monkeypatch.setattr(metakit, "replace", swaps_the_fields, raising=False)  # query_lens is still compared
+    with pytest.raises(AssertionError, match=r"in field 'query_lens', where dataclasses.replace\(obj\) gives"):
+        check(Counts())
+
+
+@pytest.mark.parametrize("check", HELPERS)
+def test_a_post_init_that_changes_what_it_is_given_is_blamed_not_the_generated_code(check):
+    # dataclasses.replace(obj) itself changes the instance's list here; the failure blamed "the generated
+    # code" (an outside tester).
+    @dataclass
+    class Appends(ZeroCopy):
+        seq_lens: list[int]
+
+        def __post_init__(self):
+            self.seq_lens.append(0)
+
+    with pytest.raises(AssertionError) as error:
+        check(Appends([1]))
+    assert "the generated code" not in str(error.value)
+    assert re.match(
+        r"Appends: its __init__ or __post_init__: dataclasses.replace\(obj\) changed what the instance's field"
+        r" 'seq_lens' holds",
+        str(error.value),
+    ), str(error.value)
+
+
 def test_replace_must_raise_where_dataclasses_replace_does(monkeypatch):
     @dataclass
     class NeedsScale(ZeroCopy):
