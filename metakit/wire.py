@@ -69,6 +69,7 @@ This module imports torch and msgspec, and needs no numpy.
 
 from __future__ import annotations
 
+import copyreg
 import ctypes
 import datetime
 import inspect
@@ -2523,13 +2524,22 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
         self.found.setdefault(id(found), (found, name))
         return found
 
+    def get_extension(self, code: int) -> None:
+        """The global that copyreg's extension registry names by *code* (opcodes ``EXT1``, ``EXT2``, ``EXT4``),
+        found as any other global is: the stdlib's way hands out what its cache holds, unlisted and unseen."""
+        key = copyreg._inverted_registry.get(code)  # type: ignore[attr-defined]  # the stdlib's own reader uses it
+        if key is None:
+            raise WireError(f"a pickled value names the extension code {code}, which copyreg does not register here")
+        self.append(self.find_class(*key))  # type: ignore[attr-defined]  # the stdlib's unpickler's
+
     def unchanged(self, target: object, opcode: bytes) -> None:
-        """Refuse *opcode* if it would change *target*, a global of this process or a tensor."""
+        """Refuse *opcode* if it would change *target*, a global of this process, an object a call handed out
+        that something else holds too, or a tensor."""
         found = self.found.get(id(target))  # kept in the dict, a global's id is its own
         if found is not None:
             raise WireError(
                 f"a pickled value would change {_shown(found[1])} in place (opcode {opcode!r}): "
-                "allow_pickle lets a pickle use the globals it lists, never change them"
+                "allow_pickle lets a pickle use the globals it lists, never change what this process holds"
             )
         if isinstance(target, torch.Tensor):  # BUILD is Tensor.__setstate__: set_() to any place in any storage
             raise WireError(
@@ -2570,7 +2580,36 @@ def _guarded(opcode: bytes, target: Callable[[Any], object]) -> Callable[[Any], 
     return guarded
 
 
+def _held_too(opcode: bytes) -> Callable[[Any], None]:
+    """The stdlib's loader of *opcode*, which calls a global and pushes what it returns; if that is held by
+    something else too (an enum's member, an instance a class hands out to every caller), it is kept from
+    change as a global is."""
+    load = _PYTHON_LOADERS[opcode[0]]
+
+    def checked(unpickler: Any) -> None:  # a _ListedUnpickler, whose stack typeshed does not declare
+        load(unpickler)
+        if _references(unpickler.stack) > _ALONE:
+            made = unpickler.stack[-1]
+            unpickler.found.setdefault(id(made), (made, "what a call returned (something else holds it too)"))
+
+    return checked
+
+
+def _references(stack: list[object]) -> int:
+    """How many references the object on top of *stack* has, the stack's and this call's included."""
+    return sys.getrefcount(stack[-1])
+
+
+_ALONE: Final = _references([object()])
+"""What ``_references`` counts for an object that only the stack holds: read as it reads, on this Python."""
+
 _PYTHON_LOADERS: Final[dict[int, Callable[[Any], None]]] = pickle._Unpickler.dispatch
+_ListedUnpickler.dispatch.update(
+    {
+        opcode[0]: _held_too(opcode)
+        for opcode in (pickle.REDUCE, pickle.NEWOBJ, pickle.NEWOBJ_EX, pickle.OBJ, pickle.INST)
+    }
+)
 # What each opcode that changes an object in place changes: an object on the stack, or the one below its mark.
 _ListedUnpickler.dispatch.update({
     pickle.BUILD[0]: _guarded(pickle.BUILD, lambda unpickler: unpickler.stack[-2]),

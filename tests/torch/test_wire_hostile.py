@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copyreg
 import ctypes
 import datetime
+import enum
 import gc
 import importlib
 import io
 import itertools
 import math
+import os
 import pickle
 import re
 import struct
@@ -1207,6 +1210,89 @@ def test_a_pickle_may_use_a_listed_global_but_never_change_it(name: str, opcodes
     header, buffers = _with_pickled_bytes(b"\x80\x04" + _global(__name__, name) + opcodes + b".")
     _refused(header, buffers, rf"would change {__name__}\.{name} in place", allow_pickle={f"{__name__}.{name}"})
     assert (_listed_helper.__defaults__, _listed_helper.__doc__, dict(_LISTED_TABLE), list(_LISTED_ITEMS)) == before
+
+
+class _Shade(enum.Enum):
+    RED = 1
+
+
+class _Interned:
+    """A class whose calls hand out one shared instance for each value."""
+
+    made: ClassVar[dict[int, _Interned]] = {}
+
+    def __new__(cls, value: int = 0) -> _Interned:
+        return cls.made.setdefault(value, super().__new__(cls))
+
+
+@pytest.mark.parametrize(
+    ("name", "opcodes"),
+    [
+        # _Shade(1) is the member _Shade.RED: REDUCE, then BUILD {"_value_": 99}
+        ("_Shade", b"K\x01\x85R}\x8c\x07_value_Kcsb"),
+        # _Shade.__new__(_Shade, 1), the same member: NEWOBJ, then BUILD
+        ("_Shade", b"K\x01\x85\x81}\x8c\x07_value_Kcsb"),
+        # _Interned(): the shared instance, by REDUCE, then BUILD {"value": 99}
+        ("_Interned", b")R}\x8c\x05valueKcsb"),
+    ],
+    ids=["an enum's member by REDUCE", "an enum's member by NEWOBJ", "a shared instance"],
+)
+def test_a_pickle_may_not_change_what_a_listed_global_hands_out_shared(name: str, opcodes: bytes) -> None:
+    # Found by an outside tester: with allow_pickle={"engmod.Color"}, Color(1) gave the member Color.RED
+    # and BUILD rewrote it, for the rest of the receiver's life: Color(1) was Color.EVIL.
+    shared = _Interned()
+    header, buffers = _with_pickled_bytes(b"\x80\x04" + _global(__name__, name) + opcodes + b".")
+    changed = r"would change what a call returned \(something else holds it too\) in place"
+    _refused(header, buffers, changed, allow_pickle={f"{__name__}.{name}"})
+    assert (_Shade.RED.value, _Shade(1), vars(shared)) == (1, _Shade.RED, {})
+
+
+def test_a_pickle_may_change_what_a_listed_class_makes_anew() -> None:
+    # The usual pickle of an instance: NEWOBJ (or REDUCE), then BUILD with its state.
+    data = b"\x80\x04" + _global(__name__, "_Listed") + b")\x81}\x8c\x05valueK\x07sb."
+    header, buffers = _with_pickled_bytes(data)
+    arrived = wire.unpack(header, buffers, allow_pickle={f"{__name__}._Listed"}).unresolved  # type: ignore[attr-defined]
+    assert arrived == _Listed(7)
+
+
+@pytest.fixture
+def extension() -> Iterator[Callable[[str, str], int]]:
+    """Registers globals in copyreg's extension registry (a code for each), as an application may."""
+    added: list[tuple[str, str, int]] = []
+
+    def add(module: str, name: str) -> int:
+        code = 0x7FFF_FF00 + len(added)
+        copyreg.add_extension(module, name, code)
+        added.append((module, name, code))
+        return code
+
+    yield add
+    for module, name, code in added:
+        copyreg.remove_extension(module, name, code)
+
+
+def test_a_global_named_by_an_extension_code_is_listed_or_refused(extension: Callable[[str, str], int]) -> None:
+    # Found by an outside tester: once copyreg's cache held a code's global (a pickle.loads anywhere in
+    # the process), EXT4 handed it out with no look at allow_pickle's list: os.system ran.
+    code = extension("posix", "system")
+    assert pickle.loads(b"\x80\x04\x84" + struct.pack("<i", code) + b".") is os.system  # now in the cache
+    data = b"\x80\x04\x84" + struct.pack("<i", code) + b"\x8c\x04echo\x85R."
+    header, buffers = _with_pickled_bytes(data)
+    _refused(header, buffers, r"refers to posix\.system, which allow_pickle does not list", allow_pickle={"x.y"})
+
+
+def test_a_listed_global_named_by_an_extension_code_is_not_changed(extension: Callable[[str, str], int]) -> None:
+    # Found by an outside tester: BUILD on a listed class reached by EXT4 was refused, but the record was
+    # read again, and the code, cached by then, gave the class with no look: it was changed.
+    code = extension(__name__, "_Listed")
+    # BUILD (None, {"marker": 5}): setattr on the class
+    data = b"\x80\x04\x84" + struct.pack("<i", code) + b"N}\x8c\x06markerK\x05s\x86b."
+    header, buffers = _with_pickled_bytes(data)
+    name = f"{__name__}._Listed"
+    _refused(header, buffers, rf"would change {re.escape(name)} in place", allow_pickle={name})
+    assert not hasattr(_Listed, "marker")
+    arrived = wire.unpack(*_with_pickled_bytes(data[:7] + b"."), allow_pickle={name}).unresolved  # type: ignore[attr-defined]
+    assert arrived is _Listed
 
 
 def test_a_listed_class_still_rebuilds_its_instances_with_their_state() -> None:
