@@ -689,10 +689,19 @@ def _in_context(api: CheckerPluginInterface, result: Type) -> Type:
     The dict is new, and nothing else refers to it, so it may be typed as
     a ``dict[str, V]`` for any ``V`` that every value fits, as a dict
     display is: ``x: dict[str, Tensor | int] = meta.asdict_zerocopy()``.
-    Without such a context it stays a ``TypedDict``.
+    Where the context is a ``dict`` type, it is typed so even though the
+    ``TypedDict`` would fit: mypy narrows a binding declared before to what
+    it is assigned, and ``x: Dict[str, Any]`` then ``x = meta.asdict_zerocopy()``
+    would be a ``TypedDict`` that takes no new key.  Without such a context
+    it stays a ``TypedDict``.
     """
     context = get_proper_type(api.type_context[-1]) if api.type_context else None
-    if context is None or isinstance(context, AnyType) or is_subtype(result, context):
+    if context is None or isinstance(context, AnyType):
+        return result
+    expected_items = [
+        get_proper_type(item) for item in (context.relevant_items() if isinstance(context, UnionType) else [context])
+    ]
+    if is_subtype(result, context) and not any(_is_dict(item) for item in expected_items):
         return result
     proper = get_proper_type(result)
     dicts = proper.relevant_items() if isinstance(proper, UnionType) else [proper]
@@ -703,12 +712,18 @@ def _in_context(api: CheckerPluginInterface, result: Type) -> Type:
         values += typed_dict.items.values()
     value = make_simplified_union(values)
     str_type = api.named_generic_type("builtins.str", [])
-    candidates = [api.named_generic_type("builtins.dict", [str_type, value])]
-    for item in context.relevant_items() if isinstance(context, UnionType) else [context]:
-        expected = _dict_value_type(api, get_proper_type(item))
+    candidates = []  # the context's own dict types first: a binding keeps the type it was declared with
+    for item in expected_items:
+        expected = _dict_value_type(api, item)
         if expected is not None and is_subtype(value, expected):
             candidates.append(api.named_generic_type("builtins.dict", [str_type, expected]))
+    candidates.append(api.named_generic_type("builtins.dict", [str_type, value]))
     return next((candidate for candidate in candidates if is_subtype(candidate, context)), result)
+
+
+def _is_dict(expected: ProperType) -> bool:
+    """Whether *expected* is a ``dict`` type (not a ``TypedDict``, nor a ``Mapping``)."""
+    return isinstance(expected, Instance) and expected.type.fullname == "builtins.dict"
 
 
 def _dict_value_type(api: CheckerPluginInterface, expected: Type) -> Type | None:

@@ -145,6 +145,29 @@ def idiom_dict_methods(meta: PagedMetadata, decode: Optional[PagedMetadata]) -> 
     return decode.asdict_zerocopy() if decode is not None else empty
 
 
+def idiom_declared_before_it_is_bound(meta: PagedMetadata, input_tokens: object, driver: bool) -> None:
+    # vLLM's driver and workers declare the binding first, and a model runner keeps the dict in an
+    # attribute: each assignment binds it as declared (mypy narrowed it to the TypedDict, so adding a
+    # key was an error: an outside tester).
+    metadata_dict: Dict[str, Any]
+    if driver:
+        metadata_dict = meta.asdict_zerocopy()
+        metadata_dict["input_tokens"] = input_tokens
+        metadata_dict.update(extra=1)
+        metadata_dict.pop("slot_mapping")
+    else:
+        metadata_dict = {}
+    assert_type(metadata_dict, Dict[str, Any])
+    holder = _Holder()
+    holder.cached = meta.asdict_zerocopy(skip_fields={"block_tables"})
+    holder.cached["input_tokens"] = input_tokens
+    assert_type(holder.cached, Dict[str, Any])
+
+
+class _Holder:
+    cached: Dict[str, Any]
+
+
 def idiom_result_mixed_with_another_dict(meta: PagedMetadata, skip: Optional[Set[str]], flag: bool) -> int:
     # docs/typing.md: a variable that takes a plain call's result and one with a skip_fields that is not
     # a literal, or a result mixed with another dict, is annotated Dict[str, Any].
