@@ -1127,6 +1127,29 @@ def test_replace_calls_what_obj_class_names_as_dataclasses_replace_does(base):
                 assert way(obj, **changes) == expected
 
 
+def test_the_method_of_a_subclass_named_by_class_reads_that_subclass_fields():
+    # README's limits: the method form checks nothing it is given, so copy.replace of an instance whose
+    # __class__ names a subclass, which calls the subclass's __replace__, reads the subclass's fields
+    # (an outside tester; dataclasses' reads the instance's own and makes the subclass of them).
+    @dataclass
+    class Shown(ZeroCopy):
+        a: int = 0
+
+    @dataclass
+    class Sub(Shown):
+        b: int = 5
+
+    class Spoof(Shown):
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            return Sub
+
+    obj = Spoof(1)
+    with pytest.raises(AttributeError, match="'b'"):
+        obj.__class__.__replace__(obj, a=2)  # what copy.replace calls, from 3.13
+    assert metakit.replace(obj, a=2) == dataclasses.replace(obj, a=2) == Sub(2, 5)
+
+
 def test_undecorated_subclass_own_init_or_new_replace_matches_dataclasses():
     # DESIGN: "metakit.replace(obj, /, **changes) returns a new instance of the same class with the given fields
     # changed, exactly as dataclasses.replace does"
