@@ -600,7 +600,7 @@ def test_a_module_that_prints_while_imported_to_a_full_disk_exits_with_status_2(
 @pytest.mark.parametrize(
     ("args", "stdout", "statuses"),
     [
-        (["show", "metakit.examples.engine:AttentionMetadata"], "# metakit: the generated", (0, 0)),
+        (["show", "metakit_cli_plain:Zero"], "# metakit: the generated", (0, 0)),
         (["show", "metakit_cli_plain:Plain"], "# metakit: the generated", (2, 0)),  # a note comes first
         (["show", "metakit_cli_plain:Missing"], "", (2, 2)),
         (["frobnicate"], "", (2, 2)),
@@ -617,7 +617,10 @@ def test_a_stderr_that_cannot_take_what_is_said_loses_no_output_and_sends_nothin
     # a stderr closed by the caller is discarded, as Python discards its own messages there.
     if not os.path.exists("/dev/full"):
         pytest.fail("/dev/full is needed: this test runs on Linux")
-    plain = "from dataclasses import dataclass\n\n@dataclass\nclass Plain:\n    a: int\n"
+    plain = (
+        "from dataclasses import dataclass\nfrom metakit import ZeroCopy\n\n"
+        "@dataclass\nclass Plain:\n    a: int\n\n@dataclass\nclass Zero(ZeroCopy):\n    a: int\n"
+    )
     (tmp_path / "metakit_cli_plain.py").write_text(plain)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
     with open("/dev/full", "w") as full:
