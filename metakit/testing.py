@@ -935,34 +935,41 @@ class _Checker:
             return
         self._check_unchanged(_INIT, "dataclasses.replace(obj)")
         # A value that ``__init__`` makes anew is compared by value, where it makes the same one each time.
-        again: object = dataclasses.replace(obj)  # type: ignore[type-var]
+        try:
+            again: object = dataclasses.replace(obj)  # type: ignore[type-var]
+        except Exception:  # raises the second time: no value it makes can be told the right one
+            again = None
         for form in forms:
             got = self._call(form, form.text())
             if type(got) is not self.cls:
                 self.fail(form.role, form.text(), f"returned {_name(type(got))}, not {_name(self.cls)}")
             if got is obj:
                 self.fail(form.role, form.text(), "returned the instance itself, not a new one")
-            for name in self.every:
-                wanted, value = getattr(reference, name, _MISSING), getattr(got, name, _MISSING)
-                if self.same(name, wanted):
-                    if not self.same(name, value):
-                        self.fail(
-                            form.role,
-                            form.text(),
-                            f"holds a new object in field {name!r}, where dataclasses.replace(obj) keeps the very"
-                            " object",
-                        )
-                elif (
-                    name not in self.unstable
-                    and _equal(wanted, getattr(again, name, _MISSING))
-                    and not _equal(value, wanted)
-                ):
+            self._check_replaced_fields(form, got, reference, again)
+
+    def _check_replaced_fields(self, form: _Form, got: object, reference: object, again: object) -> None:
+        """Each field of *got* holds what *reference* (``dataclasses.replace(obj)``) does: the very object
+        where it keeps one, else an equal one where *again*, made the same way, holds an equal one too."""
+        __tracebackhide__ = True
+        for name in self.every:
+            wanted, value = getattr(reference, name, _MISSING), getattr(got, name, _MISSING)
+            if self.same(name, wanted):
+                if not self.same(name, value):
                     self.fail(
                         form.role,
                         form.text(),
-                        f"holds {_shown(value)} in field {name!r},"
-                        f" where dataclasses.replace(obj) gives {_shown(wanted)}",
+                        f"holds a new object in field {name!r}, where dataclasses.replace(obj) keeps the very object",
                     )
+            elif (
+                name not in self.unstable
+                and _equal(wanted, getattr(again, name, _MISSING))
+                and not _equal(value, wanted)
+            ):
+                self.fail(
+                    form.role,
+                    form.text(),
+                    f"holds {_shown(value)} in field {name!r}, where dataclasses.replace(obj) gives {_shown(wanted)}",
+                )
 
     def _check_replace_raises(self, form: _Form, expected: Exception) -> None:
         __tracebackhide__ = True
