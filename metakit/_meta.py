@@ -19,6 +19,7 @@ that make classes, or change them, do so one after the other, so that none decid
 
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 import threading
@@ -37,6 +38,7 @@ from metakit._overrides import (
     delete,
     disown_replace,
     dispatch,
+    family,
     guard_bases,
     is_ours,
     placing,
@@ -112,6 +114,7 @@ class ZeroCopyFields(type):
         global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:  # the change and what the rules make of it, as one to other threads
             _changes = before = _changes + 1
+            _changed_classes.append(id(cls))
             users = name in METHOD_NAMES and not is_ours(cls.__dict__, name, value)
             if users:
                 # A user's method is about to appear: whatever it can reach
@@ -131,6 +134,7 @@ class ZeroCopyFields(type):
         global _changes  # noqa: PLW0603  # counted under LOCK
         with LOCK:
             _changes = before = _changes + 1
+            _changed_classes.append(id(cls))
             covered = cover_deletion(cls, name) if name in METHOD_NAMES else None
             try:
                 super().__delattr__(name)
@@ -145,26 +149,37 @@ class ZeroCopyFields(type):
                 _changed(cls)
             elif name in ("__init__", "__new__"):
                 _recheck_calls(cls)
-            if _changes != before:
-                _settle(cls, before)
-            else:
+            if not _settle(cls, before):
                 uncover(covered)
 
 
 _changes = 0
 """How many changes to classes that the rules act on have begun (each counted under ``LOCK``)."""
+_changed_classes: Final[collections.deque[int]] = collections.deque(maxlen=1024)  # the latest changes' classes' ids
 
 
-def _settle(cls: type, before: int) -> None:
-    """Apply the rules again to *cls* and the classes below it, until no change comes in between.
+def _settle(cls: type, before: int) -> bool:
+    """Apply the rules again to *cls* and the classes below it, until no change to them comes in between;
+    whether it did.
 
     Under ``LOCK`` no other thread changes a class, but the same thread can, in the middle of the work (a
-    finalizer, a signal handler, a profiler): what the rules decided before may no longer hold.
+    finalizer, a signal handler, a profiler): what the rules decided before may no longer hold.  Another
+    class's change is left to its own rules (a profiler that makes classes would keep this loop going).
     """
-    while _changes != before:
-        before = _changes
+    settled = False
+    while _changes != before and _concerns(cls, _changes - before):
+        before, settled = _changes, True
         _changed(cls)
         _recheck_calls(cls)
+    return settled
+
+
+def _concerns(cls: type, count: int) -> bool:
+    """Whether one of the last *count* changes was to *cls*, a class below it or a base of one (or may have been)."""
+    if count > len(_changed_classes):
+        return True
+    near = {id(base) for member in family(cls) for base in member.__mro__}
+    return not near.isdisjoint(list(_changed_classes)[-count:])
 
 
 def _needs_methods_of_its_own(cls: type, namespace: Mapping[str, Any]) -> bool:
@@ -237,7 +252,7 @@ def _decide_again(cls: type) -> None:
     """The fields that *cls* and the classes below it inherit changed (``__dataclass_fields__`` of *cls* was
     deleted, or its ``__bases__`` set): each that is no dataclass of its own drops the methods it made for
     the old ones, and each gets methods as a new class would (its bases' fields), or none."""
-    for member in _family(cls):
+    for member in family(cls):
         if STATE in member.__dict__ and not holds_fields(member.__dict__):
             _drop_methods(member)
         if STATE not in member.__dict__ and _needs_methods_of_its_own(member, member.__dict__):
@@ -253,7 +268,7 @@ def _calls_hold(cls: type, layout: Layout) -> bool:
 def _recheck_calls(cls: type) -> None:
     """``__init__`` or ``__new__`` of *cls* changed: new methods for each class, *cls* or below it, that
     ``replace`` would now call wrongly (by position where that no longer binds as keywords do: see ``_fields``)."""
-    for member in _family(cls):
+    for member in family(cls):
         methods = getattr(member, STATE, None)  # its own, or those it shares with the dataclass above it
         if type(methods) is GeneratedMethods and not _calls_hold(member, methods.layout):
             _install(member)
@@ -262,8 +277,8 @@ def _recheck_calls(cls: type) -> None:
 def _install(cls: type) -> None:
     """Give the dataclass *cls* generated methods for its own fields; and each class below it that has
     methods of its own for the fields it inherits, new ones (they may be the fields that changed)."""
-    family = _family(cls) if type.__subclasses__(cls) else [cls]
-    for member in family:
+    members = family(cls) if type.__subclasses__(cls) else [cls]
+    for member in members:
         namespace = member.__dict__
         if member is not cls and (STATE not in namespace or holds_fields(namespace)):
             continue
@@ -278,9 +293,9 @@ def _install(cls: type) -> None:
             replace_if(member, name, found, ABSENT)
         for name, generated, found in wanted:
             replace_if(member, name, found, generated)
-    if len(family) > 1:
+    if len(members) > 1:
         # Overrides below may reach the new methods (rule 2); classes below that share them may be called otherwise.
-        for member in family:
+        for member in members:
             guard_bases(member)
         _recheck_calls(cls)
 
@@ -292,10 +307,10 @@ def _changed(cls: type) -> None:
     from the top down and come back from the bottom up, each as a forwarder where rule 2 holds, so that no
     class ever inherits a base's generated method in place of its own, nor reaches one through ``super()``.
     """
-    family = _family(cls)
+    members = family(cls)
     coming_back: set[tuple[int, str]] = set()
     back: list[tuple[type, str, object, object]] = []
-    for member in family:
+    for member in members:
         methods = member.__dict__.get(STATE)
         if type(methods) is GeneratedMethods:
             gone, wanted = placing(member, methods, coming_back)
@@ -305,7 +320,7 @@ def _changed(cls: type) -> None:
                 coming_back.add((id(member), name))
                 back.append((member, name, generated, found))
     # Rule 2, decided before anything comes back: a base that it holds for gets a forwarder at once.
-    users = [member for member in family if reaches_users(member)]
+    users = [member for member in members if reaches_users(member)]
     guarded = {id(base) for member in users for base in member.__mro__[1:]}
     for member, name, generated, found in reversed(back):
         put_back(member, name, generated, found, id(member) in guarded)
@@ -315,24 +330,8 @@ def _changed(cls: type) -> None:
 
 def _guard_above(cls: type) -> None:
     """Rule 2 for a user's method about to be put on *cls*: in the bases of *cls* and of each class below it."""
-    for member in _family(cls):
+    for member in family(cls):
         dispatch(member.__mro__[1:])
-
-
-def _family(cls: type) -> list[type]:
-    """*cls* and its subclasses, each once, every class after its bases."""
-    seen: set[int] = set()  # by identity: a metaclass may define __eq__ and __hash__
-    family = []
-    todo = [cls]
-    while todo:
-        member = todo.pop()
-        if id(member) not in seen:
-            seen.add(id(member))
-            family.append(member)
-            todo += type.__subclasses__(member)
-    # A class's MRO is longer than that of each of its bases.
-    family.sort(key=lambda member: len(member.__mro__))
-    return family
 
 
 def _drop_methods(cls: type) -> None:
@@ -351,9 +350,8 @@ def zerocopy_classes() -> list[type]:
     ``@dataclass(slots=True)`` replaces by a new one is not listed.
     """
     classes = [cls for ref in _registry.copy().values() if (cls := ref()) is not None]
-    # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.  Each dict is
-    # read through type's descriptor, so that no metaclass's ``__getattribute__`` runs (a receiver lists
-    # these classes for a name from the wire).
+    # The two classes of ``slots=True`` share one ``__dataclass_fields__``: keep the newer.  Read through
+    # type's descriptor: no metaclass's ``__getattribute__`` runs (a receiver lists these for a wire name).
     fields = [CLASS_DICT(cls).get("__dataclass_fields__") for cls in classes]
     newest = {id(own): cls for cls, own in zip(classes, fields, strict=True) if own is not None}
     return [cls for cls, own in zip(classes, fields, strict=True) if newest.get(id(own), cls) is cls]

@@ -183,6 +183,22 @@ def delete(cls: type, name: str) -> None:
         _delattr(cls, name)
 
 
+def family(cls: type) -> list[type]:
+    """*cls* and its subclasses, each once, every class after its bases."""
+    seen: set[int] = set()  # by identity: a metaclass may define __eq__ and __hash__
+    members = []
+    todo = [cls]
+    while todo:
+        member = todo.pop()
+        if id(member) not in seen:
+            seen.add(id(member))
+            members.append(member)
+            todo += type.__subclasses__(member)
+    # A class's MRO is longer than that of each of its bases.
+    members.sort(key=lambda member: len(member.__mro__))
+    return members
+
+
 def guard_bases(cls: type) -> None:
     """Rule 2: where a call on an instance of *cls* can reach a user's method, no base's generated method stays."""
     if reaches_users(cls):
