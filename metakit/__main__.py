@@ -207,7 +207,7 @@ def _discard(stream: TextIO | None) -> None:
 
 def _run(prog: str, args: list[str]) -> int:
     command, rest = (args[0], args[1:]) if args else ("", [])
-    if sys.stdout is None and command != "stubgen":  # started with it closed: print() would drop every line
+    if sys.stdout is None:  # started with it closed: print() would drop every line
         raise UsageError("cannot write the output: standard output is closed")
     if command in ("-h", "--help", "--version"):
         if rest:

@@ -167,7 +167,8 @@ def replace_if(cls: type, name: str, found: object, value: object) -> None:
     Code that runs in the middle of the rules' work (a trace function, a
     finalizer) may change the class meanwhile; what it put there stays, and
     the rules decide again (``_meta._settle``).  The test and the change are
-    one line: no trace event comes between them.
+    one line: no line event of a trace function comes between them (a
+    profiler's events for the two C calls do: see docs/internals.md).
     """
     namespace = cls.__dict__
     if value is ABSENT:

@@ -31,6 +31,7 @@ import dataclasses
 import gc
 import importlib
 import inspect
+import itertools
 import operator
 import pkgutil
 import sys
@@ -270,6 +271,14 @@ class _Sentinel:
     def __repr__(self) -> str:
         return f"<sentinel {self.label}>"
 
+    # A copy (``copy.copy`` in an ``__init__``) equals it, and no other field's: the replace check compares
+    # by value what ``__init__`` makes anew.
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Sentinel and other.label == self.label
+
+    def __hash__(self) -> int:
+        return hash(self.label)
+
 
 def _dataclass_of(cls: object) -> type:
     origin = typing.get_origin(cls)
@@ -377,7 +386,11 @@ def _sentinel(kind: type | None, label: str) -> Any:
     if kind is dict:
         return {"key": _Sentinel(f"{label}['key']")}
     torch = sys.modules["torch"]
-    return torch.tensor([-30001, 0, -1, 0, 30001, 0], dtype=torch.int16)[::2]
+    apart = next(_TENSORS_MADE) % 700  # values of its own, so that two fields' tensors never compare equal
+    return torch.tensor([-30001 - apart, 0, -1, 0, 30001 + apart, 0], dtype=torch.int16)[::2]
+
+
+_TENSORS_MADE: Final = itertools.count()
 
 
 class _Kinds:

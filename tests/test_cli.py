@@ -918,12 +918,18 @@ def test_ctrl_c_while_text_is_executed_still_exits_with_status_130(tmp_path):
     assert (result.returncode, result.stderr) == (130, f"{PROG}: interrupted\n")
 
 
-@pytest.mark.parametrize("args", [["show", "metakit.bench.wire:WireRow"], ["--version"]], ids=["show", "version"])
-def test_a_command_started_with_its_standard_output_closed_says_so_without_a_traceback(args):
+@pytest.mark.parametrize(
+    "args",
+    [["show", "metakit.bench.wire:WireRow"], ["--version"], ["stubgen", "metakit.bench.wire", "-o"]],
+    ids=["show", "version", "stubgen"],
+)
+def test_a_command_started_with_its_standard_output_closed_says_so_without_a_traceback(args, tmp_path):
     # `metakit show ... >&-`: Python starts with sys.stdout None, and print() writes nowhere: it
-    # ended with status 0, having written nothing.
+    # ended with status 0, having written nothing. stubgen wrote its stubs and lost its "wrote" lines
+    # (an outside tester): it is refused before any work too.
+    output = [str(tmp_path / "stubs")] if args[-1] == "-o" else []
     done = subprocess.run(
-        [sys.executable, "-m", "metakit", *args],
+        [sys.executable, "-m", "metakit", *args, *output],
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -931,6 +937,7 @@ def test_a_command_started_with_its_standard_output_closed_says_so_without_a_tra
         check=False,
     )
     assert (done.returncode, done.stderr) == (2, f"{PROG}: error: cannot write the output: standard output is closed\n")
+    assert not (tmp_path / "stubs").exists()
 
 
 @pytest.mark.parametrize("option", ["--json", "--plot"])
