@@ -646,7 +646,7 @@ def test_threads_create_die_traceback_checkcache_gc():
     def collector():
         while not stop.is_set():
             gc.collect()
-            stop.wait(0.001)
+            stop.wait(0.01)
 
     errors = _run_threads([(creator, i) for i in range(4)] + [(checker,)] * 3 + [(collector,)])
     stop.set()
