@@ -13,17 +13,15 @@ exit with status 141, as SIGPIPE would.  None of them prints a traceback.
 from __future__ import annotations
 
 import importlib
-import io
 import os
 import sys
 import sysconfig
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
 
 import metakit
-from metakit._cli import ArgumentParser
+from metakit._cli import ArgumentParser, Told, buffer_stdout, discard
 from metakit._errors import describe
 from metakit._fields import METHOD_NAMES
 from metakit._overrides import reaches_metakit, users_methods
@@ -64,9 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the process's exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     prog = program_name()
-    _buffer_stdout()
+    buffer_stdout()
     stderr = sys.stderr
-    sys.stderr = told = _Told(stderr)
+    sys.stderr = told = Told(stderr)
     try:
         status = _main(prog, args)
     finally:
@@ -98,63 +96,6 @@ def _main(prog: str, args: list[str]) -> int:
         _cannot_write(prog, error)
         return 2
     return status
-
-
-class _Told:
-    """``sys.stderr`` while a command runs: what it cannot take is dropped, never the command's output.
-
-    A write that fails (a full disk) is remembered, and ``main`` then exits
-    with status 2 once the output is written; the stream goes to the null
-    device, so that Python's flush at exit cannot fail again.  Without a
-    stderr (started with it closed), what is said is discarded, as Python
-    discards its own messages there, where ``print`` would write it on stdout.
-    """
-
-    def __init__(self, stream: TextIO | None) -> None:
-        self.stream = stream
-        self.lost = False
-
-    def write(self, text: str) -> int:
-        self._tell(lambda stream: stream.write(text))
-        return len(text)
-
-    def flush(self) -> None:
-        self._tell(lambda stream: stream.flush())
-
-    def isatty(self) -> bool:
-        return self.stream is not None and self.stream.isatty()
-
-    def __getattr__(self, name: str) -> Any:  # the stream's own: encoding, fileno...
-        return getattr(self.stream, name)
-
-    def _tell(self, call: Callable[[TextIO], object]) -> None:
-        if self.stream is None or self.lost:
-            return
-        try:
-            call(self.stream)
-        except (OSError, ValueError):  # a full disk, a closed stream
-            self.lost = True
-            _discard(self.stream)
-
-
-def _buffer_stdout() -> None:
-    """Write stdout through a buffer, a line at a time, where ``python -u`` (``PYTHONUNBUFFERED``) left none.
-
-    Unbuffered, a text stream writes straight to its file and drops what a
-    partial write leaves (a reader that stops in the middle of a large
-    output): the program would end with status 0 having written part of it.
-    A buffer writes the rest, and so meets the closed pipe.
-    """
-    raw = getattr(sys.stdout, "buffer", None)
-    if not (isinstance(raw, io.RawIOBase) and isinstance(sys.stdout, io.TextIOWrapper)):
-        return
-    try:  # a file of its own on the same descriptor, which it never closes
-        stream = io.FileIO(raw.fileno(), "w", closefd=False)
-    except (OSError, ValueError):  # no descriptor: left as it is
-        return
-    sys.stdout = io.TextIOWrapper(
-        io.BufferedWriter(stream), encoding=sys.stdout.encoding, errors=sys.stdout.errors, line_buffering=True
-    )
 
 
 def _forget_uncaught_interrupt() -> None:
@@ -191,18 +132,7 @@ def _cannot_write(prog: str, error: BaseException) -> None:
 
 def _discard_stdout() -> None:
     """Send what is left of stdout nowhere: the reader has gone, and Python flushes it again at exit."""
-    _discard(sys.stdout)
-
-
-def _discard(stream: TextIO | None) -> None:
-    """Send what is left of *stream* nowhere (its descriptor to the null device), if it is a file."""
-    try:
-        descriptor = stream.fileno()  # type: ignore[union-attr]
-    except (AttributeError, OSError, ValueError):  # not a file (captured, as in tests), or closed: nothing to flush
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, descriptor)
-    os.close(devnull)
+    discard(sys.stdout)
 
 
 def _run(prog: str, args: list[str]) -> int:
