@@ -53,6 +53,8 @@ class Refused(TypeError):
     path = ""
     """Where the value lies inside the field's value, in msgspec's words (``[2]``, ``['key'].name``), added
     to as the error leaves each list, tuple, dict and record it lies in."""
+    within: type | None = None
+    """The innermost record inside the field's value that the value lies in, if any: where it can be left out."""
 
 
 class Encoder(NamedTuple):

@@ -158,6 +158,8 @@ _SEQUENCES: Final = {collections.abc.Sequence}
 _ITERABLES: Final = {collections.abc.Iterable, collections.abc.Collection, collections.abc.Reversible}
 _NOTHING: Final = {typing.NoReturn, getattr(typing, "Never", typing.NoReturn)}
 _DICTS: Final = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
+_SETS: Final = {set, frozenset}
+_ABSTRACT_SETS: Final = {collections.abc.Set, collections.abc.MutableSet}
 
 
 def _union(options: list[_Spec]) -> _Spec:
@@ -235,7 +237,7 @@ def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismat
     return None
 
 
-_ITERATED: Final = frozenset({list, tuple, dict, str, bytes})
+_ITERATED: Final = frozenset({list, tuple, dict, str, bytes, set, frozenset})
 """The plain values whose items an ``Iterable[...]`` check reads (a dict's are its keys): iterating them runs
 no one's code, and consumes nothing."""
 
@@ -309,7 +311,7 @@ def _record(cls: type) -> _Spec:
         expected = ref()
         return expected is None or isinstance(value, expected)
 
-    return _leaf(cls.__qualname__, check)
+    return _leaf(f"{cls.__module__}.{cls.__qualname__}", check)  # as the value's class is named: two may share a name
 
 
 def _literal(values: tuple[object, ...]) -> _Spec:
@@ -534,9 +536,12 @@ class _Reading:
         if origin in _SEQUENCES or annotation in _SEQUENCES:
             # A str is a sequence of str, and bytes one of int, as in typing.
             return _items((list, tuple, str, bytes), item_of(arguments[0]) if arguments else _ANY_SPEC, "Sequence")
-        if origin in _ITERABLES or annotation in _ITERABLES:
-            abc = cast("type", origin if origin in _ITERABLES else annotation)
+        if origin in _ITERABLES or annotation in _ITERABLES or origin in _ABSTRACT_SETS or annotation in _ABSTRACT_SETS:
+            abc = cast("type", origin or annotation)
             return _iterable(abc, item_of(arguments[0]) if arguments else _ANY_SPEC, abc.__name__)
+        if origin in _SETS or annotation in _SETS:  # which travel only pickled, each item checked all the same
+            kind = cast("type", origin or annotation)
+            return _items((kind,), item_of(arguments[0]) if arguments else _ANY_SPEC, kind.__name__)
         if origin is tuple or annotation is tuple:
             if annotation is typing.Tuple or (origin is None and not arguments):  # noqa: UP006
                 return _items((tuple,), _ANY_SPEC, "tuple")

@@ -796,16 +796,22 @@ class _TooDeep(_Refused):
 _TOO_DEEP: Final = f"it is nested more than {MAX_DEPTH} levels deep, or holds itself"
 
 
+_LEAVE_OUT: Final = "leave it out with skip_fields, an asdict_zerocopy() override or __getstate__"
+"""The last advice of a refusal; inside a record in the field's value, where ``skip_fields`` cannot reach,
+``_Packer.refused`` names that record's class instead."""
+
+
 class _NotPlain(_Refused):
     """A value of a type that is not plain data; *plain* is the plain type it derives from, if any."""
 
     def __init__(self, kind: type, plain: type | None) -> None:
+        numpy_scalar = any(base.__module__ == "numpy" and base.__name__ == "generic" for base in kind.__mro__)
         super().__init__(
             f"a value of type {kind.__module__}.{kind.__qualname__} is not plain data (None, bool, int, float, "
             "str, bytes, lists, tuples and dicts of them, tensors, torch.dtype, torch.device, records); "
+            + ("send value.item(), its Python value (a numpy scalar), or " if numpy_scalar else "")
             + (f"send {plain.__name__}(value) if the annotation takes {_a(plain.__name__)}, or " if plain else "")
-            + "send it pickled with allow_pickle=True on both sides if the peers trust each other, or leave it "
-            "out with skip_fields, an asdict_zerocopy() override or __getstate__"
+            + f"send it pickled with allow_pickle=True on both sides if the peers trust each other, or {_LEAVE_OUT}"
         )
         self.plain = plain
 
@@ -941,7 +947,13 @@ class _Packer:
         if type(error) is _Unmatched:
             reason = str(error).replace(f"`{error.at}`", f"`{path}`", 1)
             raise TypeError(f"{type(obj).__qualname__} cannot be sent: {reason}") from None
-        raise TypeError(f"field {name!r} of {type(obj).__qualname__} cannot be sent ({path}): {error}") from None
+        reason = str(error)
+        if error.within is not None:
+            where = (
+                f"leave it out of {error.within.__qualname__} with OMIT, an asdict_zerocopy() override or __getstate__"
+            )
+            reason = reason.replace(_LEAVE_OUT, where)
+        raise TypeError(f"field {name!r} of {type(obj).__qualname__} cannot be sent ({path}): {reason}") from None
 
     def value(self, value: object) -> Any:  # noqa: PLR0911  # one return per kind of value
         kind = type(value)
@@ -1004,8 +1016,7 @@ class _Packer:
                 )
                 raise _Refused(
                     f"{what} is not plain data (a dict's keys travel as str and int); send the dict pickled with "
-                    "allow_pickle=True on both sides if the peers trust each other, or leave it out with skip_fields, "
-                    "an asdict_zerocopy() override or __getstate__"
+                    f"allow_pickle=True on both sides if the peers trust each other, or {_LEAVE_OUT}"
                 )
         return dict(zip(value, self.items(value.items()), strict=True))
 
@@ -1022,7 +1033,7 @@ class _Packer:
         persistent id, never torch's own pickle of it (which the receiver would unpickle with no limit)."""
         stream = io.BytesIO()
         pickler = pickle.Pickler(stream, pickle.HIGHEST_PROTOCOL)
-        pickler.persistent_id = lambda item: bytes(self.tensor(item).data) if type(item) is torch.Tensor else None  # type: ignore[method-assign]
+        pickler.persistent_id = self.persistent_id  # type: ignore[method-assign]
         try:
             pickler.dump(value)
         except _Refused:
@@ -1030,6 +1041,21 @@ class _Packer:
         except Exception as error:
             raise _Refused(f"it cannot be pickled: {describe(error)}") from None
         return stream.getvalue()
+
+    def persistent_id(self, item: object) -> bytes | None:
+        """What a pickle holds in place of *item*: a tensor's spec; a record is refused (see below)."""
+        kind = type(item)
+        if kind is torch.Tensor:
+            return bytes(self.tensor(item).data)  # type: ignore[arg-type]
+        if isinstance(kind, ZeroCopyFields) and is_dataclass(item):
+            # Pickled, a record would skip every rule that it travels by: its
+            # OMIT fields would go too, its values unchecked, and it would not
+            # be made by its __init__.
+            raise _Refused(
+                f"it holds a {kind.__qualname__} record in a value that travels pickled, where a record cannot "
+                "travel by its rules; hold the record in a list, a tuple or a dict with str or int keys"
+            )
+        return None
 
     def other(self, value: object, kind: type) -> Any:
         """A value that msgpack has no word for: a dtype, a device, a record, or a pickle if allowed."""
@@ -1056,8 +1082,10 @@ class _Packer:
             self.writing.add(id(value))
             try:
                 body = _encoder.encode(self.record(value, kind, None))
-            except _Refused:
-                raise  # a value in it, named by its path
+            except _Refused as error:  # a value in it, named by its path
+                if error.within is None:
+                    error.within = kind
+                raise
             except TypeError as error:  # the record itself: what its asdict_zerocopy() or __getstate__ gives
                 raise _Refused(f"a record inside it: {error}") from None
             finally:

@@ -874,9 +874,9 @@ class DefinedLater(ZeroCopy):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"later": 5}, r"Expected `DefinedLater \| None`, got `int` - at `\$\.later`"),
-        ({"laters": [1]}, r"Expected `DefinedLater`, got `int` - at `\$\.laters\[0\]`"),
-        ({"either": "s"}, r"Expected `int \| DefinedLater`, got `str` - at `\$\.either`"),
+        ({"later": 5}, r"Expected `test_wire_generated.DefinedLater \| None`, got `int` - at `\$\.later`"),
+        ({"laters": [1]}, r"Expected `test_wire_generated.DefinedLater`, got `int` - at `\$\.laters\[0\]`"),
+        ({"either": "s"}, r"Expected `int \| test_wire_generated.DefinedLater`, got `str` - at `\$\.either`"),
         ({"tensor": 3}, r"Expected `torch.Tensor \| None`, got `int` - at `\$\.tensor`"),
     ],
 )
