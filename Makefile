@@ -47,7 +47,7 @@ help:  ## list the targets
 check: lint types test $(OTHER_VERSIONS:%=test-%) bench-quick package  ## every check, as CI runs it
 	$(call step,all checks passed)
 
-bench: venv  ## the demo and the full benchmark (about 1.5 minutes)
+bench: venv  ## the demo and the full benchmark (about 2 minutes)
 	$(PY) -m metakit bench $(ARGS)
 
 $(OTHER_VERSIONS:%=bench-%): bench-%: venv-%

@@ -224,7 +224,7 @@ def main(argv: Sequence[str], prog: str = "python -m metakit bench") -> int:
                 print(f"{prog}: error: {problem}", file=sys.stderr)
                 return 2
             print(f"wrote {path}")
-    progress.phase(f"done in {results['seconds']:.1f} s")
+    progress.phase(f"done; the measurements took {results['seconds']:.1f} s")
     return 0
 
 

@@ -55,9 +55,14 @@ def _plot_calls(axes: Any, report: Mapping[str, Any]) -> None:
     axes.set_title(f"dict of {report['subject']['class']} ({report['subject']['fields']} fields)")
 
 
+def replace_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """The replace chart's row labels: one per record and way (two records may have as many fields)."""
+    return [f"{row['fields']} fields{', frozen' * row['frozen']}: {_SHORT_REPLACE[row['key']]}" for row in rows]
+
+
 def _plot_replace(axes: Any, replace: list[dict[str, Any]]) -> None:
     rows = [row for row in replace if row["ns"] is not None]
-    labels = [f"{row['fields']} fields: {_SHORT_REPLACE[row['key']]}" for row in rows]
+    labels = replace_labels(rows)
     colors = ["C1" if row["key"] == "metakit_replace" else "C2" if row["key"] == "init" else "C0" for row in rows]
     bars = axes.barh(labels, [row["ns"] for row in rows], color=colors)
     axes.bar_label(bars, labels=[f" x{row['ratio']:.2f}" for row in rows], fontsize=8)

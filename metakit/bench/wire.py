@@ -9,9 +9,13 @@ at the four sizes of the broadcast benchmark's records, from a realistic
 that one side makes are the ones the other side reads, with no transport
 between.
 
-For each record, three steps are timed in the same interleaved rounds: the
-round trip (what the design's targets are on), the sending side alone and
-the receiving side alone.  The sizes are counted once: each side's header
+For each record, four steps are timed in the same interleaved rounds: the
+round trip (what the design's targets are on), the sending side alone, the
+receiving side alone, and the receiving side again from read-only ``bytes``,
+as a socket or most message queues deliver them.  From those metakit copies
+each tensor's data, so that the tensors it returns can be written; the peer's
+tensors are views of the read-only bytes, as vLLM's are (torch warns once that
+writing them would change memory it must not).  The sizes are counted once: each side's header
 (the peer's message holds its small tensors inline; metakit's header holds
 none), its buffers, and its bytes in all.  Each way is checked first: its
 round trip must give back an equal record of the same class.
@@ -19,6 +23,7 @@ round trip must give back an equal record of the same class.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -47,13 +52,20 @@ RECORDS: Final = (
     WireRecord("8mb", "8 MB: 1M tokens", {"num_seqs": 256, "seq_len": 1024, "num_tokens": 1 << 20}, 1.0),
 )
 
-STEPS: Final = {"round_trip": "pack + unpack", "send": "pack alone", "receive": "unpack alone"}
-"""The timed steps, by key: what metakit calls; the peer encodes and decodes."""
+STEPS: Final = {
+    "round_trip": "pack + unpack",
+    "send": "pack alone",
+    "receive": "unpack alone",
+    "receive_bytes": "unpack, bytes",
+}
+"""The timed steps, by key: what metakit calls; the peer encodes and decodes.  *unpack, bytes* reads
+read-only ``bytes``, where the others read the writable buffers the sending side made."""
 
 _STATEMENTS: Final = {
     "round_trip": ("unpack(*pack(meta))", "decode(encode(meta))"),
     "send": ("pack(meta)", "encode(meta)"),
     "receive": ("unpack(header, buffers)", "decode(frames)"),
+    "receive_bytes": ("unpack(header, received)", "decode(frames_received)"),
 }
 """Each step's timed statements: metakit's, then the peer's."""
 
@@ -119,8 +131,13 @@ def measure_wire(settings: Settings, progress: Progress) -> tuple[WireResults, i
     for record in RECORDS:
         meta = make_flash_attention_metadata(**record.arguments)
         packed, frames = wire.pack(meta), encoder.encode(meta)
+        received, frames_received = [bytes(buffer) for buffer in packed.buffers], [bytes(frame) for frame in frames]
         check_round_trip(wire.unpack(*packed), meta, "wire.pack + wire.unpack")
+        check_round_trip(wire.unpack(packed.header, received), meta, "wire.unpack from bytes")
         check_round_trip(decoder.decode(frames), meta, "the msgpack peer")
+        with warnings.catch_warnings():  # torch's, once a process: a tensor over read-only memory
+            warnings.simplefilter("ignore", UserWarning)
+            check_round_trip(decoder.decode(frames_received), meta, "the msgpack peer from bytes")
         namespace = {
             "meta": meta,
             "pack": wire.pack,
@@ -130,6 +147,8 @@ def measure_wire(settings: Settings, progress: Progress) -> tuple[WireResults, i
             "encode": encoder.encode,
             "decode": decoder.decode,
             "frames": frames,
+            "received": received,
+            "frames_received": frames_received,
         }
         for step, (mine, theirs) in _STATEMENTS.items():
             timers[f"{record.key} {step} metakit"] = make_timer(mine, namespace)
@@ -226,3 +245,7 @@ def print_wire(results: WireResults | None, rounds: int | None) -> None:
             f"  {size.metakit_buffers:>7}  {size.peer_buffers:>6}  {size.metakit_bytes:>11,}  {size.peer_bytes:>10,}"
         )
     print("  the peer's header is its msgpack message, which holds the tensors of under 256 bytes")
+    print(
+        "  unpack, bytes: from read-only bytes, as a socket delivers them; metakit copies the tensors' data"
+        " (writable tensors), the peer's tensors are views of the read-only bytes"
+    )
