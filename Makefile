@@ -59,10 +59,12 @@ bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.15 into
 		.venv-$$version/bin/python -m metakit bench --json .ci/bench-$$version.json | tee .ci/bench-$$version.txt; \
 	done
 
-count-record: venv $(OTHER_VERSIONS:%=venv-%)  ## class creation's instruction counts on 3.10 to 3.15 into .ci/creation-3.X.{txt,json} (valgrind; about 6 minutes each)
+count-record: venv $(OTHER_VERSIONS:%=venv-%)  ## instruction counts of class creation and of asdict_zerocopy() on 3.10 to 3.15 into .ci/{creation,calls}-3.X.{txt,json} (valgrind; about 6 minutes each)
 	.ci/count-creation $(PY) --json .ci/creation-$(PYTHON_VERSION).json | tee .ci/creation-$(PYTHON_VERSION).txt
+	.ci/count-calls $(PY) --json .ci/calls-$(PYTHON_VERSION).json | tee .ci/calls-$(PYTHON_VERSION).txt
 	for version in $(OTHER_VERSIONS); do \
 		.ci/count-creation .venv-$$version/bin/python --json .ci/creation-$$version.json | tee .ci/creation-$$version.txt; \
+		.ci/count-calls .venv-$$version/bin/python --json .ci/calls-$$version.json | tee .ci/calls-$$version.txt; \
 	done
 
 bench-quick: venv  ## bench --quick and bench --quick --distributed: a missed target is printed, not a failure
@@ -122,5 +124,6 @@ $(OTHER_VERSIONS:%=venv-%): venv-%:
 	@.ci/venv.sh .venv-$* $* bench test
 
 .PHONY: docs
-docs: venv  ## docs/benchmarks.md from the recorded runs .ci/bench-3.X.json and .ci/creation-3.X.json (`make bench-record count-record docs` records them first)
-	$(PY) -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json --creation $(wildcard .ci/creation-3.*.json)
+docs: venv  ## docs/benchmarks.md from the recorded runs .ci/bench-3.X.json, .ci/creation-3.X.json and .ci/calls-3.X.json (`make bench-record count-record docs` records them first)
+	$(PY) -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json --creation $(wildcard .ci/creation-3.*.json) \
+		--calls $(wildcard .ci/calls-3.*.json)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metakit import ZeroCopy
+from metakit.bench.report import UNSTABLE_NOTE
 from metakit.bench.timing import Progress, Rounds, Settings, gc_off, spread
 
 FIELD_COUNTS: tuple[int, ...] = (5, 15, 50)
@@ -37,6 +38,8 @@ class CreationRow(ZeroCopy):
     metakit_median_us: float
     median_ratio: float
     """``metakit_median_us / plain_median_us``."""
+    unstable: bool
+    """Whether either figure's samples varied more than pyperf allows (``timing.UNSTABLE``)."""
 
 
 def _class_factory(count: int, zerocopy: bool, prefix: str) -> Callable[[], type]:
@@ -109,6 +112,7 @@ def measure_creation(settings: Settings, progress: Progress) -> tuple[list[Creat
                     plain.median,
                     meta.median,
                     meta.median / plain.median,
+                    plain.unstable or meta.unstable,
                 )
             )
     return rows, rounds.count
@@ -147,5 +151,7 @@ def print_creation(rows: list[CreationRow], rounds: int) -> None:
         print(
             f"  {row.fields:>6}  {SCENARIOS[row.scenario]:<22}  {row.plain_us:>10,.1f}  {row.metakit_us:>10,.1f}"
             f"  {row.ratio:>6.3f}  {row.plain_median_us:>18,.1f}  {row.metakit_median_us:>10,.1f}"
-            f"  {row.median_ratio:>6.3f}"
+            f"  {row.median_ratio:>6.3f}{' !' if row.unstable else ''}"
         )
+    if any(row.unstable for row in rows):
+        print(f"  ! {UNSTABLE_NOTE}")

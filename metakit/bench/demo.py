@@ -15,7 +15,8 @@ def print_header(versions: Mapping[str, str | None], quick: bool) -> None:
     peers = ", ".join(f"{name} {versions[name] or 'not installed'}" for name in ("torch", "attrs", "msgspec"))
     mode = " (--quick)" if quick else ""
     print(
-        f"metakit {versions['metakit']} benchmark{mode}: {versions['implementation']} {versions['python']}"
+        f"metakit {versions['metakit']} (source {versions['source']}) benchmark{mode}:"
+        f" {versions['implementation']} {versions['python']}"
         f" on {versions['platform']}; {peers}"
     )
     if versions["torch"] is None:

@@ -21,7 +21,7 @@ import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from metakit.bench.creation import BOUNDS, SCENARIOS
 from metakit.bench.targets import ratio_text
@@ -75,8 +75,24 @@ def load_counts(paths: Iterable[str | Path]) -> list[Report]:
     return sorted(counts, key=lambda count: _version_of(count["python"]))
 
 
-def render(reports: Sequence[Report], counts: Sequence[Report] = ()) -> str:
-    """The page, from *reports* (as ``load`` orders them) and the instruction *counts* (as ``load_counts`` does)."""
+def load_call_counts(paths: Iterable[str | Path]) -> list[Report]:
+    """The instruction counts of a call at *paths* (``.ci/count-calls --json``), oldest Python first."""
+    counts = []
+    for path in paths:
+        count = _json(path)
+        if not (isinstance(count, dict) and {"python", "calls", "layouts", "literal", "metakit"} <= count.keys()):
+            raise RecordError(f"{path} is not a record of `.ci/count-calls --json`")
+        counts.append(count)
+    return sorted(counts, key=lambda count: _version_of(count["python"]))
+
+
+CALL_BOUND: Final = 1.03
+"""The design's bound on ``asdict_zerocopy()``'s instructions over the hand-written literal's."""
+
+
+def render(reports: Sequence[Report], counts: Sequence[Report] = (), calls: Sequence[Report] = ()) -> str:
+    """The page, from *reports* (as ``load`` orders them) and the instruction counts of class creation and of a
+    call (as ``load_counts`` and ``load_call_counts`` order them)."""
     lines = [
         "# Benchmarks",
         "",
@@ -87,6 +103,7 @@ def render(reports: Sequence[Report], counts: Sequence[Report] = ()) -> str:
         *_method(),
         *_targets(reports),
         *_counts(counts),
+        *_call_counts(calls),
     ]
     for report in reports:
         lines += _run(report)
@@ -197,11 +214,11 @@ def _targets(reports: Sequence[Report]) -> list[str]:
         "## Targets",
         "",
         *_wrap(
-            "The design's Performance section, as each recorded run measured it on its best samples (✓ met,"
-            " ✗ missed, `-` not measured). A ratio within a few percent of its bound lands on either side of"
-            " it from run to run on a busy machine. The literal that `asdict_zerocopy()` is measured against"
-            " takes no argument; on some machines one with its signature (`skip_fields=None`) costs as much as"
-            " metakit's method."
+            "The design's Performance section, as each recorded run measured it on its best samples (✓ met, ✗ "
+            "missed, `-` not measured), with the ratio of the median samples in brackets. A ratio within a few "
+            "percent of its bound lands on either side of it from run to run on a busy machine. The literal that "
+            "`asdict_zerocopy()` is measured against takes no argument; on some machines one with its signature "
+            "(`skip_fields=None`) costs as much as metakit's method."
         ),
         "",
         f"| target | bound | {header} |",
@@ -264,10 +281,40 @@ def _counts(counts: Sequence[Report]) -> list[str]:
     return [*lines, ""]
 
 
+def _call_counts(calls: Sequence[Report]) -> list[str]:
+    if not calls:
+        return []
+    lines = [
+        "## `asdict_zerocopy()`, in instructions",
+        "",
+        *_wrap(
+            "The instructions of one `meta.asdict_zerocopy()` call and of one `meta.to_dict()`, the dict"
+            " literal written out by hand as a method, on the 15-field subject's torch-free twin, as"
+            f" `.ci/count-calls` counts them under callgrind (`make count-record` records them): {calls[0]['calls']:,}"
+            f" calls in a loop, less the loop, the median of {calls[0]['layouts']} memory layouts. The design's"
+            f" bound is {CALL_BOUND - 1:.0%} more than the literal. From 3.13 on, a call that fills in a default"
+            " argument (`skip_fields=None`) is not specialized, which costs about 2%."
+        ),
+        "",
+        "| | bound | " + " | ".join(count["python"] for count in calls) + " |",
+        f"| --- | :---: |{' ---: |' * len(calls)}",
+        "| the literal, `meta.to_dict()` | | " + " | ".join(f"{count['literal']:,.0f}" for count in calls) + " |",
+        "| `meta.asdict_zerocopy()` | | " + " | ".join(f"{count['metakit']:,.0f}" for count in calls) + " |",
+    ]
+    cells = []
+    for count in calls:
+        ratio = count["metakit"] / count["literal"]
+        cells.append(f"{ratio - 1:+.1%} {'✓' if ratio <= CALL_BOUND else '✗'}")
+    lines.append(f"| more than the literal | ≤ +{CALL_BOUND - 1:.0%} | {' | '.join(cells)} |")
+    return [*lines, ""]
+
+
 def _status(target: Mapping[str, Any] | None) -> str:
     if target is None or target["ratio"] is None:
         return "-"
-    return f"{ratio_text(target['ratio'], target['bound'])} {'✓' if target['status'] == 'PASS' else '✗'}"
+    median = target.get("median_ratio")  # not in the records of older runs
+    beside = "" if median is None else f" ({median:.3f})"
+    return f"{ratio_text(target['ratio'], target['bound'])} {'✓' if target['status'] == 'PASS' else '✗'}{beside}"
 
 
 def _python(report: Report) -> str:
@@ -282,7 +329,8 @@ def _run(report: Report) -> list[str]:
         f"## {_python(report)}",
         "",
         *_wrap(
-            f"metakit {versions['metakit']} on {versions['platform']}; {peers}; {kind}, {report['seconds']:.0f} s."
+            f"metakit {versions['metakit']}{_source(versions)} on {versions['platform']}; {peers}; {kind},"
+            f" {report['seconds']:.0f} s."
             f" The subject: `{report['subject']['class']}`, {report['subject']['fields']} fields holding"
             f" {report['subject']['values']}."
         ),
@@ -294,6 +342,11 @@ def _run(report: Report) -> list[str]:
     lines += _creation(report)
     lines += _wire(report)
     return lines
+
+
+def _source(versions: Mapping[str, Any]) -> str:
+    """Which source a run measured (``report.source_digest``), where its record says."""
+    return f" (source {versions['source']})" if versions.get("source") else ""
 
 
 def _calls(report: Report) -> list[str]:
@@ -364,9 +417,9 @@ def _creation(report: Report) -> list[str]:
     for row in report["creation"]:
         lines.append(
             f"| {row['fields']} | {SCENARIOS[row['scenario']]} | {row['plain_us']:,.1f} | {row['metakit_us']:,.1f}"
-            f" | {row['ratio']:.3f} | {row['median_ratio']:.3f} |"
+            f" | {row['ratio']:.3f}{' !' if row.get('unstable') else ''} | {row['median_ratio']:.3f} |"
         )
-    return [*lines, ""]
+    return [*lines, *_unstable({"unstable": row.get("unstable", False)} for row in report["creation"]), ""]
 
 
 def _wire(report: Report) -> list[str]:
@@ -433,9 +486,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--creation", nargs="*", default=[], metavar="COUNT", help="a --json record of .ci/count-creation"
     )
+    parser.add_argument("--calls", nargs="*", default=[], metavar="COUNT", help="a --json record of .ci/count-calls")
     args = parser.parse_args(argv)
     try:
-        page = render(load(args.records), load_counts(args.creation))
+        page = render(load(args.records), load_counts(args.creation), load_call_counts(args.calls))
     except RecordError as error:  # before anything is written
         parser.error(str(error))
     output = Path(args.output)

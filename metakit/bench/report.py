@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -44,10 +45,21 @@ def installed(name: str) -> str | None:
     return version
 
 
+def source_digest() -> str:
+    """A digest of metakit's own source (its ``.py`` files, the benchmark's included): which code a record measured,
+    where the version number stays the same from change to change."""
+    digest = hashlib.sha256()
+    package = Path(metakit.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
 def versions() -> dict[str, str | None]:
     """metakit's, Python's and the peers' versions: the ``versions`` object of every report."""
     return {
         "metakit": metakit.__version__,
+        "source": source_digest(),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": f"{platform.system()} {platform.machine()}",
