@@ -32,6 +32,16 @@ _COMMANDS = {
     "stubgen": "write .pyi stubs with exact TypedDicts: stubgen MODULE... [-o DIR]",
 }
 
+_EXTRAS = {
+    "torch": "torch",
+    "msgspec": "torch",
+    "mypy": "mypy",
+    "numpy": "bench",
+    "attrs": "bench",
+    "matplotlib": "bench",
+}
+"""Which of metakit's extras installs each module that a module of metakit's own may need."""
+
 _INTERRUPTED = 130
 """The exit status of a program stopped by SIGINT (128 + 2), as shells report it."""
 
@@ -196,7 +206,9 @@ def import_user_module(name: str) -> types.ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as error:
-        raise UsageError(f"cannot import {name!r}: {_one_line(error)}") from None
+        extra = _EXTRAS.get((error.name or "").partition(".")[0]) if name.partition(".")[0] == "metakit" else None
+        hint = f" (pip install 'metakit[{extra}]')" if extra and "pip install" not in str(error) else ""
+        raise UsageError(f"cannot import {name!r}: {_one_line(error)}{hint}") from None
     except SystemExit as error:  # the module's own sys.exit(): not this command's status
         raise UsageError(f"importing {name!r} called sys.exit({error.code!r})") from None
     except (BrokenPipeError, KeyboardInterrupt):  # a reader that has gone, Ctrl-C: the program's end, not its error

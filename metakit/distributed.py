@@ -52,8 +52,15 @@ import weakref
 from collections.abc import Iterable
 from typing import Final, TypeVar, cast
 
-import torch
-import torch.distributed as dist
+try:
+    import torch
+    import torch.distributed as dist
+except ModuleNotFoundError as missing:  # the extra is not installed: say which
+    if missing.name != "torch":
+        raise
+    raise ModuleNotFoundError(
+        "metakit.distributed needs torch: pip install 'metakit[torch]'", name="torch"
+    ) from missing
 
 from metakit._errors import describe
 from metakit._source import printable

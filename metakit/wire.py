@@ -89,8 +89,15 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, ClassVar, Final, NamedTuple, NoReturn, cast
 
-import msgspec
-import torch
+try:
+    import msgspec
+    import torch
+except ModuleNotFoundError as missing:  # the extra is not installed: say which
+    if missing.name not in ("msgspec", "torch"):
+        raise
+    raise ModuleNotFoundError(
+        f"metakit.wire needs {missing.name}: pip install 'metakit[torch]'", name=missing.name
+    ) from missing
 
 from metakit._codegen import STATE, holds_generated
 from metakit._errors import _check_skipped, _skip_fields_failed, _skip_fields_text, describe

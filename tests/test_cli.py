@@ -648,6 +648,32 @@ def test_a_module_that_exits_while_imported_exits_with_status_2_and_one_line(cli
     assert_refused(result, f"{PROG}: error: importing '{EXITING}' called sys.exit({shown})")
 
 
+def test_a_module_of_metakit_that_needs_a_missing_extra_names_it(cli, monkeypatch):
+    # The README's own `metakit show metakit.examples.engine:...` without torch said only "No module named
+    # 'torch'", where every other command names the extra to install.  (Found by an outside tester.)
+    monkeypatch.delitem(sys.modules, "metakit.examples.engine", raising=False)
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if it were not installed: its import fails
+    result = cli("show", "metakit.examples.engine:AttentionMetadata")
+    assert_refused(
+        result,
+        f"{PROG}: error: cannot import 'metakit.examples.engine': import of torch halted; None in sys.modules"
+        " (pip install 'metakit[torch]')",
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "missing"), [("metakit.wire", "msgspec"), ("metakit.wire", "torch"), ("metakit.distributed", "torch")]
+)
+def test_importing_a_module_whose_extra_is_missing_names_the_extra(module, missing):
+    # A bare "No module named 'msgspec'" said nothing of metakit[torch].  (Found by an outside tester.)
+    code = f"import sys; sys.modules[{missing!r}] = None; import {module}"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 1
+    assert ran.stderr.splitlines()[-1] == (
+        f"ModuleNotFoundError: {module} needs {missing}: pip install 'metakit[torch]'"
+    )
+
+
 def test_bench_follows_a_symbolic_link_to_its_output_and_refuses_a_missing_directory_before_work(cli, tmp_path):
     # README: an output path that cannot be written is refused "before any work is done".
     link = tmp_path / "results.json"
