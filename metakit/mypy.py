@@ -85,12 +85,15 @@ from mypy.nodes import (
     Argument,
     AssignmentStmt,
     Block,
+    BytesExpr,
     CallExpr,
     ClassDef,
     ConditionalExpr,
     DictExpr,
     Expression,
+    FloatExpr,
     IfStmt,
+    IntExpr,
     ListExpr,
     NameExpr,
     OpExpr,
@@ -589,8 +592,12 @@ def _is_dict_call(expr: Expression) -> bool:
 
 
 def _bool_literal(expr: Expression) -> bool | None:
-    if isinstance(expr, NameExpr) and expr.fullname in ("builtins.True", "builtins.False"):
+    """The truth of *expr* where it is a literal (``True``, ``None``, ``0``, ``"yes"``), as ``is_omitted`` reads a
+    mark; ``None`` for any other expression, which only a run can tell."""
+    if isinstance(expr, NameExpr) and expr.fullname in ("builtins.True", "builtins.False", "builtins.None"):
         return expr.fullname == "builtins.True"
+    if isinstance(expr, (IntExpr, StrExpr, BytesExpr, FloatExpr)):
+        return bool(expr.value)
     return None
 
 

@@ -459,13 +459,15 @@ class _Additions:
         ``dataclasses`` takes such a name for a field where it cannot read the
         annotation as one: a string quoted again by ``from __future__ import
         annotations`` (``"'ClassVar[int]'"``), a name imported only under
-        ``TYPE_CHECKING``.  The stub says what runs.
+        ``TYPE_CHECKING``, one inside ``Annotated[...]``.  The stub says what runs.
         """
         fields = {_unmangled(cls, f.name) for f in dataclasses.fields(cls)}
         for stmt in cdef.defs.body:
             if not isinstance(stmt, AssignmentStmt) or not _assigns(stmt, *fields):
                 continue
             typ = stmt.unanalyzed_type
+            while isinstance(typ, UnboundType) and typ.args and self.source.resolve(typ.name)[0] in _ANNOTATED:
+                typ = typ.args[0]
             if isinstance(typ, UnboundType) and self.source.resolve(typ.name)[0] in NOT_FIELDS:
                 stmt.unanalyzed_type = typ.args[0] if typ.args else UnboundType("_Incomplete")
 
@@ -875,9 +877,9 @@ def _rewritten_items(items: Sequence[Type], name_of: Callable[[str], str | Type]
     return out
 
 
-_WRAPPERS: Final = NOT_FIELDS | {
-    f"{module}.{name}" for module in ("typing", "typing_extensions") for name in ("Final", "Annotated")
-}
+_ANNOTATED: Final = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
+
+_WRAPPERS: Final = NOT_FIELDS | _ANNOTATED | {"typing.Final", "typing_extensions.Final"}
 """Annotations whose first argument is the field's type: ``Final[int]``, ``Annotated[int, ...]``; an
 ``InitVar[int]``'s argument is what ``__init__`` takes; and ``ClassVar[int]`` is a field's where ``dataclasses``
 takes it for one (see ``_Additions._fields_as_they_run``)."""

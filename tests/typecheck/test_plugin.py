@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 from mypy import api
-from mypy.version import __version__ as mypy_version
 
 import metakit
 import metakit.mypy
@@ -47,32 +46,18 @@ def run_mypy(files: list[Path], cache_dir: Path) -> tuple[str, str, int]:
     return api.run(["--config-file", str(CONFIG), "--cache-dir", str(cache_dir), *map(str, files)])
 
 
-_OLD_MYPY_ONLY = re.compile(r"#.*\breported by mypy before 1\.20\b")
-"""Marks a correct line that mypy before 1.20 reports, where mypy itself infers less (docs/typing.md says so)."""
-_OLD_MYPY = tuple(int(part) for part in re.findall(r"\d+", mypy_version)[:2]) < (1, 20)
-
-
 def by_file(stdout: str) -> dict[str, list[str]]:
     """mypy's report lines, keyed by file name, with directories left out.
 
     Notes that say where a callee is defined are left out too: some mypy
-    versions write them, others do not; and, before mypy 1.20, the reports on
-    lines marked as its own.
+    versions write them, others do not.
     """
     lines: dict[str, list[str]] = {}
     for line in stdout.splitlines():
         match = _LOCATION.match(line)
-        if match and not _DEFINED_IN.search(line) and not (_OLD_MYPY and _marked_old(match)):
+        if match and not _DEFINED_IN.search(line):
             lines.setdefault(match["file"], []).append(line[match.start("file") :])
     return lines
-
-
-def _marked_old(match: re.Match[str]) -> bool:
-    """Whether the line that *match* reports on is one that mypy before 1.20 reports though correct."""
-    case = CASES / match["file"]
-    source = case.read_text().splitlines() if case.exists() else []
-    number = int(match["line"])
-    return number <= len(source) and _OLD_MYPY_ONLY.search(source[number - 1]) is not None
 
 
 def marked_lines(path: Path) -> set[int]:
@@ -305,9 +290,10 @@ def test_vllm_shaped_cases_assert_what_runs(case_modules: None) -> None:
     tensor = importlib.import_module("engine_base").Tensor()
     paged = backends.PagedMetadata(1, 2, 3, tensor, None, None, 4, None, True)
     assert list(paged.asdict_zerocopy()) == list(runner.PagedDict.__annotations__)
-    # handle (OMIT in a plain dataclass base), extra, seeds, merged, copied and keyed are left out.
+    # handle (OMIT in a plain dataclass base), extra, seeds, merged, copied, keyed and left_by_one are left out.
     sampling = backends.SamplingMetadata()
-    assert list(sampling.asdict_zerocopy()) == ["temperature", "selected", "kept", "unmarked", "kept_by_name"]
+    kept = ["temperature", "selected", "kept", "unmarked", "kept_by_name", "kept_by_zero"]
+    assert list(sampling.asdict_zerocopy()) == kept
     wrapper = backends.WrapperMetadata(1, 2, 3, tensor, True)
     assert "decode_wrapper" not in wrapper.asdict_zerocopy()
     assert "decode_wrapper" in metakit.asdict_zerocopy(wrapper)

@@ -92,3 +92,5 @@ class SamplingMetadata(SamplingBase, ZeroCopy):
     unmarked: object = field(default=None, metadata={"doc": "x"} | {"metakit.omit": False})
     keyed: object = field(default=None, metadata={**OMIT, DOC_KEY: "a key by a Final name"})
     kept_by_name: object = field(default=None, metadata={**OMIT, OMIT_MARK: False})
+    kept_by_zero: object = field(default=None, metadata={"metakit.omit": 0})  # read by its truth, as a run reads it
+    left_by_one: object = field(default=None, metadata={"metakit.omit": 1})
