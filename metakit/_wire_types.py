@@ -237,9 +237,9 @@ def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismat
     return None
 
 
-_ITERATED: Final = frozenset({list, tuple, dict, str, bytes, set, frozenset})
-"""The plain values whose items an ``Iterable[...]`` check reads (a dict's are its keys): iterating them runs
-no one's code, and consumes nothing."""
+_ITERATED: Final = (list, tuple, dict, str, bytes, set, frozenset)
+"""The plain values, and their subclasses as ``list[X]`` takes a list's, whose items an ``Iterable[...]`` check
+reads (a dict's are its keys): iterating them consumes nothing."""
 
 
 def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
@@ -249,14 +249,14 @@ def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
     def check(value: object) -> bool:
         if not isinstance(value, abc):
             return False
-        return type(value) not in _ITERATED or all(map(item_check, value))  # type: ignore[call-overload]
+        return not isinstance(value, _ITERATED) or all(map(item_check, value))
 
     def explain(value: object, path: str) -> _Mismatch | None:
         if not isinstance(value, abc):
             return _Mismatch(name, path, value)
-        if type(value) is dict:  # its items are its keys
+        if isinstance(value, dict):  # its items are its keys
             return _key_mismatch(item, value, path)
-        return _first_mismatch(item, value, path) if type(value) in _ITERATED else None  # type: ignore[arg-type]
+        return _first_mismatch(item, value, path) if isinstance(value, _ITERATED) else None
 
     return _Spec(check, name, explain)
 

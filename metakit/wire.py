@@ -812,11 +812,10 @@ class _NotPlain(_Refused):
     """A value of a type that is not plain data; *plain* is the plain type it derives from, if any."""
 
     def __init__(self, kind: type, plain: type | None) -> None:
-        numpy_scalar = any(base.__module__ == "numpy" and base.__name__ == "generic" for base in kind.__mro__)
         super().__init__(
             f"a value of type {kind.__module__}.{kind.__qualname__} is not plain data (None, bool, int, float, "
             "str, bytes, lists, tuples and dicts of them, tensors, torch.dtype, torch.device, records); "
-            + ("send value.item(), its Python value (a numpy scalar), or " if numpy_scalar else "")
+            + ("send value.item(), its Python value (a numpy scalar), or " if _numpy_scalar(kind) else "")
             + (f"send {plain.__name__}(value) if the annotation takes {_a(plain.__name__)}, or " if plain else "")
             + f"send it pickled with allow_pickle=True on both sides if the peers trust each other, or {_LEAVE_OUT}"
         )
@@ -833,7 +832,12 @@ class _NotPlain(_Refused):
 
 
 def _a(noun: str) -> str:
-    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+    return f"{'an' if noun[0].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def _numpy_scalar(kind: type) -> bool:
+    """Whether *kind* is a numpy scalar type (``numpy.int64``), told by its base, with no import of numpy."""
+    return any(base.__module__ == "numpy" and base.__name__ == "generic" for base in kind.__mro__)
 
 
 class _Unmatched(_Refused):
@@ -1021,9 +1025,10 @@ class _Packer:
                     if type(key) is int
                     else f"a dict key of type {type(key).__module__}.{type(key).__qualname__}"
                 )
+                scalar = "send key.item(), its Python value (a numpy scalar), or " if _numpy_scalar(type(key)) else ""
                 raise _Refused(
-                    f"{what} is not plain data (a dict's keys travel as str and int); send the dict pickled with "
-                    f"allow_pickle=True on both sides if the peers trust each other, or {_LEAVE_OUT}"
+                    f"{what} is not plain data (a dict's keys travel as str and int); {scalar}send the dict pickled "
+                    f"with allow_pickle=True on both sides if the peers trust each other, or {_LEAVE_OUT}"
                 )
         return dict(zip(value, self.items(value.items()), strict=True))
 
@@ -1059,7 +1064,7 @@ class _Packer:
             # OMIT fields would go too, its values unchecked, and it would not
             # be made by its __init__.
             raise _Refused(
-                f"it holds a {kind.__qualname__} record in a value that travels pickled, where a record cannot "
+                f"it holds {_a(kind.__qualname__)} record in a value that travels pickled, where a record cannot "
                 "travel by its rules; hold the record in a list, a tuple or a dict with str or int keys"
             )
         return None
@@ -2555,6 +2560,12 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
             raise WireError(
                 f"a pickled value refers to {_shown(name)}, which unpickles bytes with no list at all: "
                 "allow_pickle's list cannot let it through"
+            )
+        if isinstance(found, ZeroCopyFields) and is_dataclass(found):
+            # A pickle would make the record without its __init__, OMIT fields and all.
+            raise WireError(
+                f"a pickled value refers to the record class {_shown(name)}: a record travels by its own rules, "
+                "never pickled, and allow_pickle's list cannot let one through"
             )
         self.found.setdefault(id(found), (found, name))
         return found

@@ -276,7 +276,8 @@ def _counts(counts: Sequence[Report]) -> list[str]:
                 cells.append("-")
                 continue
             share = row["extra"] / row["plain"]
-            cells.append(f"{row['extra'] / 1e3:+,.0f} k ({share:+.1%}) {'✓' if share <= bound else '✗'}")
+            shown = ratio_text(1 + share, 1 + bound, 1, percent=True)
+            cells.append(f"{row['extra'] / 1e3:+,.0f} k ({shown}) {'✓' if share <= bound else '✗'}")
         lines.append(f"| {fields} | {SCENARIOS[scenario]} | +{bound:.0%} | {' | '.join(cells)} |")
     return [*lines, ""]
 
@@ -304,7 +305,7 @@ def _call_counts(calls: Sequence[Report]) -> list[str]:
     cells = []
     for count in calls:
         ratio = count["metakit"] / count["literal"]
-        cells.append(f"{ratio - 1:+.1%} {'✓' if ratio <= CALL_BOUND else '✗'}")
+        cells.append(f"{ratio_text(ratio, CALL_BOUND, 1, percent=True)} {'✓' if ratio <= CALL_BOUND else '✗'}")
     lines.append(f"| more than the literal | ≤ +{CALL_BOUND - 1:.0%} | {' | '.join(cells)} |")
     return [*lines, ""]
 
@@ -313,7 +314,7 @@ def _status(target: Mapping[str, Any] | None) -> str:
     if target is None or target["ratio"] is None:
         return "-"
     median = target.get("median_ratio")  # not in the records of older runs
-    beside = "" if median is None else f" ({median:.3f})"
+    beside = "" if median is None else f" ({ratio_text(median, target['bound'])})"
     return f"{ratio_text(target['ratio'], target['bound'])} {'✓' if target['status'] == 'PASS' else '✗'}{beside}"
 
 

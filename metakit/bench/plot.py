@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metakit.bench.creation import BOUNDS, SCENARIOS
+from metakit.bench.targets import ratio_text
 
 _SHORT = {
     "dataclasses_asdict": "dataclasses.asdict",
@@ -102,8 +103,8 @@ def _plot_creation(axes: Any, creation: list[dict[str, Any]]) -> None:
         rows = [row for row in creation if row["scenario"] == scenario]
         positions = [i + offset for i in range(len(rows))]
         bars = axes.bar(positions, [row["ratio"] for row in rows], width=0.4, label=SCENARIOS[scenario])
-        axes.bar_label(bars, fmt="%.2f", fontsize=8)
         bound = BOUNDS[scenario]
+        axes.bar_label(bars, labels=[ratio_text(row["ratio"], bound, 2) for row in rows], fontsize=8)
         axes.hlines(
             bound,
             offset - 0.45,

@@ -127,12 +127,14 @@ def _wire_targets(wire: WireResults | None) -> list[TargetRow]:
     ]
 
 
-def ratio_text(ratio: float, bound: float) -> str:
-    """*ratio* to three decimals, or as many more as it takes to tell it from *bound* (a miss never reads as it)."""
-    digits = 3
-    while digits < 6 and ratio != bound and round(ratio, digits) == bound:
+def ratio_text(ratio: float, bound: float, digits: int = 3, *, percent: bool = False) -> str:
+    """*ratio* to *digits* decimals (as a signed percentage over 1 if *percent*), or as many more as it takes to
+    tell it from *bound*: a miss never reads as the bound itself."""
+    shown, limit = (ratio - 1, bound - 1) if percent else (ratio, bound)
+    scale = 100 if percent else 1
+    while digits < 6 and shown != limit and round(shown * scale, digits) == round(limit * scale, digits):
         digits += 1
-    return f"{ratio:.{digits}f}"
+    return f"{shown:+.{digits}%}" if percent else f"{shown:.{digits}f}"
 
 
 def print_targets(rows: list[TargetRow]) -> None:
@@ -142,7 +144,7 @@ def print_targets(rows: list[TargetRow]) -> None:
     for row in rows:
         sign = ">=" if row.at_least else "<="
         ratio = "-" if row.ratio is None else ratio_text(row.ratio, row.bound)
-        median = "" if row.median_ratio is None else f"({row.median_ratio:.3f})"
+        median = "" if row.median_ratio is None else f"({ratio_text(row.median_ratio, row.bound)})"
         print(f"  {row.label:<{width}}  {ratio:>7} {median:>7}  {sign} {row.bound:<5}  {row.status}")
     met = sum(row.status == "PASS" for row in rows)
     measured = sum(row.status != "SKIP" for row in rows)

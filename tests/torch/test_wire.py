@@ -623,6 +623,29 @@ def test_the_items_of_a_set_that_travels_pickled_are_checked_on_both_sides(spell
     assert receiver in zerocopy_classes()
 
 
+class _Tags(set):  # type: ignore[type-arg]
+    """A set of the engine's own: its items are checked as a set's are."""
+
+
+@pytest.mark.parametrize(
+    ("spelling", "value"),
+    [
+        ("AbstractSet", _Tags({"a"})),
+        ("MutableSet", _Tags({"a"})),
+        ("Iterable", _Tags({"a"})),
+        ("Iterable", collections.Counter({"a": 1})),
+    ],
+    ids=["AbstractSet", "MutableSet", "Iterable", "Iterable-Counter"],
+)
+def test_the_items_of_a_subclass_of_a_set_or_a_dict_are_checked_under_every_spelling(spelling: str, value: Any) -> None:
+    # set[int] checked a subclass's items; AbstractSet[int], MutableSet[int] and Iterable[int] did not, nor a
+    # Counter's keys under Iterable[int].  (Found by an outside tester.)
+    generic, _ = _SETS[spelling]
+    cls = _sets(f"{spelling}Sub{type(value).__name__}", generic[int])
+    with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at (`key` in )?`\$\.ids"):  # a dict's: its keys
+        wire.pack(cls(value), allow_pickle=True)
+
+
 @dataclass
 class _Inner(ZeroCopy):
     n: int
@@ -690,9 +713,12 @@ class _Mamba(ZeroCopy):
 
 
 def test_a_numpy_scalar_under_an_annotation_that_names_no_type_gets_the_item_advice() -> None:
-    # The advice to send value.item() came only where the annotation named a type.  (Found by an outside tester.)
+    # The advice to send value.item() came only where the annotation named a type, and never for a dict's key.
+    # (Found by outside testers.)
     with pytest.raises(TypeError, match=r"numpy\.int64 is not plain data .*send value\.item\(\), its Python value"):
         wire.pack(_Mamba({0: {"n": np.int64(3)}}))
+    with pytest.raises(TypeError, match=r"key of type numpy\.int64 is not plain data .*send key\.item\(\), its Python"):
+        wire.pack(_Mamba({np.int64(1): 2}))
 
 
 @pytest.mark.parametrize(

@@ -1280,6 +1280,30 @@ def test_a_pickle_may_change_what_a_listed_class_makes_anew() -> None:
     assert arrived == _Listed(7)
 
 
+@dataclass
+class _ListedRecord(ZeroCopy):
+    value: int
+    secret: object = field(default=None, metadata=OMIT)
+
+
+def test_an_allow_list_cannot_let_a_pickle_make_a_record() -> None:
+    # A pickle that names a listed record class made one without its __init__, its OMIT field set by the
+    # peer; the sender never pickles a record.  (Found by an outside tester.)
+    data = (
+        b"\x80\x04"
+        + _global(__name__, "_ListedRecord")
+        + b")\x81}(\x8c\x05valueK\x07\x8c\x06secret\x8c\x04peeru"
+        + b"b."
+    )
+    header, buffers = _with_pickled_bytes(data)
+    _refused(
+        header,
+        buffers,
+        r"refers to the record class .*_ListedRecord: a record travels by its own rules, never pickled",
+        allow_pickle={f"{__name__}._ListedRecord"},
+    )
+
+
 @pytest.fixture
 def extension() -> Iterator[Callable[[str, str], int]]:
     """Registers globals in copyreg's extension registry (a code for each), as an application may."""
