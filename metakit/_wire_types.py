@@ -155,11 +155,16 @@ _SAY_NOTHING: Final[tuple[object, ...]] = (collections.abc.Callable, object)
 
 _LISTS: Final = {list, collections.abc.MutableSequence}
 _SEQUENCES: Final = {collections.abc.Sequence}
-_ITERABLES: Final = {collections.abc.Iterable, collections.abc.Collection, collections.abc.Reversible}
+_ITERABLES: Final = {
+    collections.abc.Iterable,
+    collections.abc.Collection,
+    collections.abc.Reversible,
+    collections.abc.Set,
+    collections.abc.MutableSet,
+}
 _NOTHING: Final = {typing.NoReturn, getattr(typing, "Never", typing.NoReturn)}
 _DICTS: Final = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
 _SETS: Final = {set, frozenset}
-_ABSTRACT_SETS: Final = {collections.abc.Set, collections.abc.MutableSet}
 
 
 def _union(options: list[_Spec]) -> _Spec:
@@ -536,7 +541,7 @@ class _Reading:
         if origin in _SEQUENCES or annotation in _SEQUENCES:
             # A str is a sequence of str, and bytes one of int, as in typing.
             return _items((list, tuple, str, bytes), item_of(arguments[0]) if arguments else _ANY_SPEC, "Sequence")
-        if origin in _ITERABLES or annotation in _ITERABLES or origin in _ABSTRACT_SETS or annotation in _ABSTRACT_SETS:
+        if origin in _ITERABLES or annotation in _ITERABLES:
             abc = cast("type", origin or annotation)
             return _iterable(abc, item_of(arguments[0]) if arguments else _ANY_SPEC, abc.__name__)
         if origin in _SETS or annotation in _SETS:  # which travel only pickled, each item checked all the same
