@@ -107,7 +107,8 @@ def assert_zerocopy(obj: object) -> None:
 def assert_zerocopy_class(cls: type) -> None:
     """Run every check of ``assert_zerocopy`` with no instance to make.
 
-    The instance is made with ``cls.__new__(cls)``, without ``__init__`` or
+    The instance is made with ``cls.__new__(cls)`` (a class whose ``__new__``
+    needs arguments fails: check an instance with ``assert_zerocopy``), without ``__init__`` or
     ``__post_init__``, and each field, ``init=False`` ones included, is set
     with ``object.__setattr__`` to a sentinel of its own, so frozen and
     slots classes work too: for a field annotated as a tensor, a small
@@ -126,7 +127,10 @@ def assert_zerocopy_class(cls: type) -> None:
     all be read, every check runs on it too (an override that returns what
     ``__post_init__`` sets besides the fields shows there).  Each instance
     is checked as made, then with every field set anew (a conversion that
-    returns values it kept from an earlier call shows).  A call that raises
+    returns values it kept from an earlier call shows); each set of sentinels
+    goes through ``__init__`` and ``__post_init__`` once before it is checked,
+    as the values of an instance they made have, so a ``__post_init__`` that
+    changes a tensor in place the first time only (``clamp_(min=0)``) passes.  A call that raises
     on the bare instance, which never ran ``__post_init__``, is no failure
     when the instance ``__init__`` made passes.  An attribute that is not a
     field, set on the bare instance, stands for those that ``__post_init__``
@@ -167,7 +171,12 @@ def _check_twice(obj: object, cls: type, notes: tuple[str, ...]) -> None:
     """
     __tracebackhide__ = True
     _Checker(obj, notes, bare=True).run()
-    _Checker(obj, (*_fill(obj, cls, notes), "after every field was set anew"), bare=True).run()
+    notes = _fill(obj, cls, notes)
+    # The new sentinels go through __init__ and __post_init__ once before they are checked, as the first ones
+    # did (_made_by_init) and as an instance's values have: a first change in place (clamp_()) is no fault.
+    with contextlib.suppress(Exception):
+        _replaced(obj)
+    _Checker(obj, (*notes, "after every field was set anew"), bare=True).run()
 
 
 def zerocopy_classes_in(module: str | ModuleType) -> list[type]:
@@ -317,7 +326,7 @@ def _bare_instance(cls: type) -> tuple[object, tuple[str, ...]]:
     except Exception as error:
         raise AssertionError(
             f"{name}: assert_zerocopy_class cannot make a bare instance:"
-            f" {name}.__new__({name}) raised {describe(error)}"
+            f" {name}.__new__({name}) raised {describe(error)}. Check an instance with assert_zerocopy(obj) instead."
         ) from error
     return obj, _fill(obj, cls, ())
 
@@ -516,14 +525,20 @@ def _made_by_init(bare: object) -> object | None:
     metakit's, and an ``init=False`` field that ``__post_init__`` leaves
     unset is no fault of the class.
     """
-    cls = type(bare)
-    init_vars = {name: _Sentinel(f"{_name(cls)}.{name}") for name in required_init_vars(cls)}
     try:
-        made: object = dataclasses.replace(cast(Any, bare), **init_vars)
+        made = _replaced(bare)
         for f in dataclasses.fields(cast(Any, made)):
             getattr(made, f.name)
     except Exception:
         return None
+    return made
+
+
+def _replaced(bare: object) -> object:
+    """``dataclasses.replace(bare)``, each ``InitVar`` it must be given a sentinel."""
+    cls = type(bare)
+    init_vars = {name: _Sentinel(f"{_name(cls)}.{name}") for name in required_init_vars(cls)}
+    made: object = dataclasses.replace(cast(Any, bare), **init_vars)
     return made
 
 
@@ -1028,7 +1043,11 @@ class _Checker:
                 call,
                 f"changed the instance's field {changed[0]!r}: a conversion must leave the record as it was",
             )
-        written = [name for name, held in self.contents.items() if held and not _holds_still(self.values[name], held)]
+        written = [
+            name
+            for name, held in self.contents.items()
+            if held is not None and not _holds_still(self.values[name], held)
+        ]
         if written:
             self.fail(
                 role,
@@ -1037,23 +1056,42 @@ class _Checker:
             )
 
 
-def _contents(value: object) -> tuple[tuple[object, ...], bytes] | None:
-    """What *value* holds, if it is a list, a dict (keys and values) or a tensor (its layout: shape, strides,
-    offset and address; then its values' bytes, in order), so that a call that changes it in place shows;
+class _Held(NamedTuple):
+    """What a field's list, dict or tensor held when a check began (``_contents``)."""
+
+    items: tuple[object, ...]
+    """A list's items; a dict's keys and values; a tensor's layout: shape, strides, offset and address."""
+    data: Any
+    """A tensor's bytes, in the order of its elements: a ``uint8`` copy on its device; ``None`` for the others."""
+
+
+def _contents(value: object) -> _Held | None:
+    """What *value* holds, if it is a list, a dict or a tensor, so that a call that changes it in place shows;
     ``None`` for anything else."""
     if type(value) is list:
-        return tuple(value), b""
+        return _Held(tuple(value), None)
     if type(value) is dict:
-        return tuple(item for pair in value.items() for item in pair), b""
+        return _Held(tuple(item for pair in value.items() for item in pair), None)
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(value, torch.Tensor):
         return None
     try:
-        flat = value.detach().reshape(-1)  # in the order of its elements, whatever its strides
-        layout = repr((tuple(value.shape), value.stride(), value.storage_offset(), value.data_ptr())).encode()
-        return (), layout + flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()
-    except Exception:  # sparse, nested or meta, or torch without numpy: by identity alone
+        return _Held(_layout(value), _data(value).clone())
+    except Exception:  # sparse, nested or meta: by identity alone
         return None
+
+
+def _layout(tensor: Any) -> tuple[object, ...]:
+    return (tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), tensor.data_ptr())
+
+
+def _data(tensor: Any) -> Any:
+    """The bytes of *tensor*'s elements, in order, as a flat ``uint8`` tensor on its device: a view where it is
+    contiguous, so that a check reads a large tensor without copying it."""
+    if tensor.is_meta:
+        raise ValueError("a meta tensor holds no data")
+    flat = tensor.detach().reshape(-1).resolve_conj().resolve_neg()  # in the order of its elements
+    return flat.contiguous().view(sys.modules["torch"].uint8)
 
 
 def _equal(value: object, other: object) -> bool:
@@ -1081,15 +1119,28 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _holds_still(value: object, held: tuple[tuple[object, ...], bytes]) -> bool:
+def _holds_still(value: object, held: _Held) -> bool:
     """Whether *value* holds what ``_contents`` found in it before: the very items, the same bytes."""
-    now = _contents(value)
-    return (
-        now is not None
-        and len(now[0]) == len(held[0])
-        and all(a is b for a, b in zip(now[0], held[0], strict=True))
-        and now[1] == held[1]
-    )
+    if held.data is None:
+        now = _contents(value)
+        return now is not None and len(now.items) == len(held.items) and all(map(operator.is_, now.items, held.items))
+    try:
+        return _layout(value) == held.items and _same_bytes(_data(value), held.data)
+    except Exception:  # it can no longer be read as before
+        return False
+
+
+def _same_bytes(now: Any, before: Any) -> bool:
+    """Whether the flat ``uint8`` tensors *now* and *before*, on one device, hold the same bytes: through numpy
+    on the CPU, where ``torch.equal`` reads them several times slower (a check reads a tensor after each call)."""
+    if now.device.type == "cpu":
+        try:
+            import numpy  # torch's optional companion: only where it is installed
+
+            return bool(numpy.array_equal(now.numpy(), before.numpy()))
+        except (ImportError, RuntimeError):  # no numpy, or a torch built without it
+            pass
+    return bool(sys.modules["torch"].equal(now, before))
 
 
 class _RaisedOnSentinels(AssertionError):

@@ -2754,3 +2754,17 @@ def test_an_override_annotated_with_a_name_only_type_checkers_see_is_checked():
     cls = namespace["DeclaresASetOnlyTypeCheckersSee"]
     assert_zerocopy(cls(2, object()))
     assert_zerocopy_class(cls)
+
+
+def test_a_class_whose_new_needs_arguments_is_told_to_check_an_instance():
+    @dataclass
+    class Interned(ZeroCopy):
+        a: int
+        b: int
+
+        def __new__(cls, a, b):
+            return super().__new__(cls)
+
+    assert_zerocopy(Interned(1, 2))
+    with pytest.raises(AssertionError, match=r"__new__\(Interned\) raised TypeError.*Check an instance with assert_"):
+        assert_zerocopy_class(Interned)

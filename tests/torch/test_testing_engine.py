@@ -346,3 +346,53 @@ def test_an_override_that_changes_a_tensor_field_in_place_is_reported_with_no_in
 
     with pytest.raises(AssertionError, match=r"changed what the instance's field 'seq_lens' holds"):
         assert_zerocopy_class(Step)
+
+
+@pytest.mark.parametrize("check", ["instance", "class"])
+def test_a_post_init_that_clamps_its_tensor_once_passes(check):
+    # The class check's new sentinels had never been through __post_init__: its first clamp_ was blamed as a
+    # change that dataclasses.replace made to the record (an outside tester).
+    @dataclass
+    class Padded(ZeroCopy):
+        slot_mapping: torch.Tensor
+
+        def __post_init__(self):
+            self.slot_mapping.clamp_(min=0)
+
+    assert_zerocopy(Padded(torch.tensor([3, -1, 5]))) if check == "instance" else assert_zerocopy_class(Padded)
+
+
+@pytest.mark.parametrize("check", ["instance", "class"])
+def test_a_post_init_that_changes_its_tensor_every_time_is_still_blamed(check):
+    @dataclass
+    class Counts(ZeroCopy):
+        seq_lens: torch.Tensor
+
+        def __post_init__(self):
+            self.seq_lens.add_(1)
+
+    with pytest.raises(AssertionError, match=r"__post_init__: dataclasses.replace\(obj\) changed what the instance's"):
+        assert_zerocopy(Counts(torch.zeros(3))) if check == "instance" else assert_zerocopy_class(Counts)
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.zeros(1 << 20),  # read through numpy on the CPU
+        torch.zeros(1 << 10, dtype=torch.complex64).conj(),  # a conjugate view: numpy refuses it as it is
+        torch.zeros(32, 32).t(),  # strided: its elements in order
+        torch.zeros(5, dtype=torch.bfloat16),  # no numpy dtype
+    ],
+    ids=["large", "conjugate", "strided", "bfloat16"],
+)
+def test_a_change_to_the_last_byte_of_a_tensor_shows(tensor):
+    @dataclass
+    class Big(ZeroCopy):
+        kv: torch.Tensor
+
+        def asdict_zerocopy(self, skip_fields=None):
+            self.kv.view(-1)[-1:].add_(1) if self.kv.is_contiguous() else self.kv.t()[-1, -1:].add_(1)
+            return super().asdict_zerocopy(skip_fields)
+
+    with pytest.raises(AssertionError, match=r"changed what the instance's field 'kv' holds"):
+        assert_zerocopy(Big(tensor))
