@@ -3,12 +3,13 @@
 
 A class that ``ZeroCopyFields`` made holds its generated methods itself (as
 ``STATE``); any other dataclass gets them on first use, kept in a cache
-keyed weakly by the class.
+keyed by the class's identity, for as long as it lives.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import weakref
 from collections.abc import Iterable
 from dataclasses import is_dataclass
@@ -83,20 +84,32 @@ class _PlainEntry(NamedTuple):
         return not self.methods.layout.by_position or all(map(_is_held, self.calls, _calls(cls)))
 
 
-_plain: Final[weakref.WeakKeyDictionary[type, _PlainEntry]] = weakref.WeakKeyDictionary()
-"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make, made on first use.
+_plain: Final[dict[int, tuple[weakref.ref[type], _PlainEntry]]] = {}
+"""Generated methods of dataclasses that ``ZeroCopyFields`` did not make, made on first use: by the ``id`` of
+the class, with a weak reference to it, whose callback removes the entry as the class is collected (before
+its ``id`` can be taken again).  By identity: a metaclass may define ``__eq__``, and then ``__hash__`` or none.
 
 No lock: two threads may each make an entry for a class, and either serves it.
 """
 
 
+def _forget_plain(ref: weakref.ref[type], key: int) -> None:
+    """Remove the entry of a class that is collected, if it is still that class's (each change is one dict
+    operation: a thread may have put another in meanwhile)."""
+    held = _plain.get(key)
+    if held is not None and held[0] is ref:
+        _plain.pop(key, None)
+
+
 def _plain_methods(cls: type) -> GeneratedMethods:
     """The generated methods of the dataclass *cls*, which ``ZeroCopyFields`` did not make."""
-    entry = _plain.get(cls)
+    held = _plain.get(id(cls))
+    entry = held[1] if held is not None and held[0]() is cls else None
     if entry is None or not entry.serves(cls):
         fields = getattr(cls, "__dataclass_fields__")  # noqa: B009  # a dataclass's own attribute
         methods = generate(cls.__dict__.get("__module__"), cls.__qualname__, layout_of(cls))
-        entry = _plain[cls] = _PlainEntry(methods, id(fields), tuple([_held(call) for call in _calls(cls)]))
+        entry = _PlainEntry(methods, id(fields), tuple([_held(call) for call in _calls(cls)]))
+        _plain[id(cls)] = (weakref.ref(cls, functools.partial(_forget_plain, key=id(cls))), entry)
     return entry.methods
 
 

@@ -2597,3 +2597,52 @@ def test_random_hierarchies_like_dataclasses(base_spec, sub_spec, options, sub_m
         if nif:
             changes[data.draw(st.sampled_from(nif))] = 0
     assert_replace_like_dataclasses(obj, **changes)
+
+
+class _EqualsByName(type):
+    """A metaclass whose classes compare equal by name: hashable, as unequal classes must not share code."""
+
+    def __eq__(cls, other):
+        return isinstance(other, _EqualsByName) and cls.__name__ == other.__name__
+
+    def __hash__(cls):
+        return hash(cls.__name__)
+
+
+class _Unhashable(type):
+    """A metaclass that defines ``__eq__`` alone: Python sets its ``__hash__`` to ``None``."""
+
+    def __eq__(cls, other):
+        return cls is other
+
+
+def test_function_forms_serve_a_plain_dataclass_whose_class_is_unhashable():
+    # The function forms' cache hashed the class: TypeError: unhashable type (an outside tester).
+    @dataclass
+    class Point(metaclass=_Unhashable):
+        a: int
+        b: int = 0
+
+    point = Point(1)
+    assert metakit.asdict_zerocopy(point) == {"a": 1, "b": 0}
+    assert metakit.astuple_zerocopy(point) == (1, 0)
+    assert metakit.replace(point, b=2) == Point(1, 2)
+    assert "'b'" in metakit.generated_source(Point)
+    metakit.testing.assert_zerocopy(point)
+    metakit.testing.assert_zerocopy_class(Point)
+
+
+def test_function_forms_tell_apart_plain_dataclasses_that_compare_equal():
+    def point(fields):
+        @dataclass
+        class Point(metaclass=_EqualsByName):
+            __annotations__ = dict.fromkeys(fields, int)
+
+        return Point
+
+    first, second = point(["a", "b"]), point(["x"])
+    assert first == second
+    for _ in range(2):
+        assert metakit.asdict_zerocopy(first(1, 2)) == {"a": 1, "b": 2}
+        assert metakit.asdict_zerocopy(second(3)) == {"x": 3}
+    assert metakit.generated_source(first) != metakit.generated_source(second)

@@ -2007,3 +2007,19 @@ def test_an_override_assigned_while_another_thread_places_a_subclasss_methods_re
     assert "asdict_zerocopy" not in Sub.__dict__  # rule 1: it inherits the user's method
     assert Sub().asdict_zerocopy() == {"the user's": True}
     assert metakit.asdict_zerocopy(Sub()) == {"a": 1, "b": 2}
+
+
+def test_a_plain_dataclass_whose_class_is_unhashable_is_collected_after_the_function_forms():
+    class Unhashable(type):
+        def __eq__(cls, other):
+            return cls is other
+
+    P = Unhashable("PlainUnhashable", (), {"__annotations__": {"a": int}})
+    P = dataclass(P)
+    assert metakit.asdict_zerocopy(P(1)) == {"a": 1}
+    assert metakit.replace(P(1), a=2).a == 2
+    wr = weakref.ref(P)
+    del P
+    gc.collect()
+    assert wr() is None
+    assert not metakit_entries("PlainUnhashable")
