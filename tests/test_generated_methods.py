@@ -2609,7 +2609,7 @@ class _EqualsByName(type):
         return hash(cls.__name__)
 
 
-class _Unhashable(type):
+class _Unhashable(type):  # noqa: PLW1641  # unhashable on purpose
     """A metaclass that defines ``__eq__`` alone: Python sets its ``__hash__`` to ``None``."""
 
     def __eq__(cls, other):

@@ -2010,7 +2010,7 @@ def test_an_override_assigned_while_another_thread_places_a_subclasss_methods_re
 
 
 def test_a_plain_dataclass_whose_class_is_unhashable_is_collected_after_the_function_forms():
-    class Unhashable(type):
+    class Unhashable(type):  # noqa: PLW1641  # unhashable on purpose
         def __eq__(cls, other):
             return cls is other
 
