@@ -1029,3 +1029,22 @@ def test_classes_that_compare_equal_each_travel_with_their_own_fields() -> None:
     assert type(second) is Second
     assert second.b == "x"
     assert second.c.tolist() == [0, 1, 2]
+
+
+class _EqualsOnly(type):  # noqa: PLW1641  # its classes cannot be hashed, on purpose
+    def __eq__(cls, other):
+        return cls is other
+
+
+class _Unhashable(metaclass=_EqualsOnly):
+    pass
+
+
+def test_a_value_whose_class_cannot_be_hashed_is_refused_with_a_type_error():
+    # README, limits: such a value cannot travel; pack raises TypeError, as copy and pickle do.
+    @dataclass
+    class Holds(ZeroCopy):
+        value: Any
+
+    with pytest.raises(TypeError, match="unhashable"):
+        wire.pack(Holds(_Unhashable()))
