@@ -2626,6 +2626,25 @@ def _guarded(opcode: bytes, target: Callable[[Any], object]) -> Callable[[Any], 
     return guarded
 
 
+def _build(unpickler: Any) -> None:  # a _ListedUnpickler, whose stack typeshed does not declare
+    """The stdlib's ``BUILD``, once neither the instance nor the ``__dict__`` it writes into is kept from change;
+    and refused after, if it made such an object the instance's ``__dict__`` (slot state ``{"__dict__": D}``), which
+    a second ``BUILD``, or any attribute set on the value once it arrived, would then write into."""
+    instance = unpickler.stack[-2]
+    unpickler.unchanged(instance, pickle.BUILD)
+    unpickler.unchanged(_dict_of(instance), pickle.BUILD)
+    _PYTHON_LOADERS[pickle.BUILD[0]](unpickler)
+    unpickler.unchanged(_dict_of(instance), pickle.BUILD)
+
+
+def _dict_of(instance: object) -> object:
+    """The ``__dict__`` of *instance*, the dict that ``BUILD`` writes its state into; ``None`` where it has none."""
+    try:
+        return object.__getattribute__(instance, "__dict__")
+    except Exception:  # slots, or a listed class's own __dict__ that raises
+        return None
+
+
 def _held_too(opcode: bytes) -> Callable[[Any], None]:
     """The stdlib's loader of *opcode*, which calls a global and pushes what it returns; if that is held by
     something else too (an enum's member, an instance a class hands out to every caller), it is kept from
@@ -2658,7 +2677,7 @@ _ListedUnpickler.dispatch.update(
 )
 # What each opcode that changes an object in place changes: an object on the stack, or the one below its mark.
 _ListedUnpickler.dispatch.update({
-    pickle.BUILD[0]: _guarded(pickle.BUILD, lambda unpickler: unpickler.stack[-2]),
+    pickle.BUILD[0]: _build,
     pickle.SETITEM[0]: _guarded(pickle.SETITEM, lambda unpickler: unpickler.stack[-3]),
     pickle.APPEND[0]: _guarded(pickle.APPEND, lambda unpickler: unpickler.stack[-2]),
     pickle.SETITEMS[0]: _guarded(pickle.SETITEMS, lambda unpickler: unpickler.metastack[-1][-1]),

@@ -2419,3 +2419,30 @@ def test_a_bytearray_header_cleared_while_it_is_read_gives_a_wire_error_or_the_r
         except WireError:
             continue
         assert back.first.tolist() == [0, 1, 2, 3]
+
+
+class _Plain:
+    """A listed class whose instances take attributes."""
+
+
+def _hands_out_the_table() -> dict[str, int]:
+    return _LISTED_TABLE
+
+
+@pytest.mark.parametrize(
+    ("listed", "table"),
+    [
+        ("_LISTED_TABLE", _global(__name__, "_LISTED_TABLE")),
+        ("_hands_out_the_table", _global(__name__, "_hands_out_the_table") + b")R"),
+    ],
+    ids=["a listed dict", "a dict a listed function hands out"],
+)
+@pytest.mark.parametrize("then", [b"}\x8c\x04evil\x8c\x05PWNEDsb", b""], ids=["built again", "built once"])
+def test_a_pickle_may_not_make_a_listed_dict_an_instances_dict(listed: str, table: bytes, then: bytes) -> None:
+    # Found by an outside tester: BUILD with the slot state {"__dict__": D} made a listed dict the __dict__ of a
+    # new instance of a listed class, and a second BUILD (or an attribute set once it arrived) wrote into it.
+    data = b"\x80\x04" + _global(__name__, "_Plain") + b")RN}\x8c\x08__dict__" + table + b"s\x86b" + then + b"."
+    header, buffers = _with_pickled_bytes(data)
+    allowed = {f"{__name__}._Plain", f"{__name__}.{listed}"}
+    _refused(header, buffers, r"would change (.*_LISTED_TABLE|what a call returned .*) in place", allow_pickle=allowed)
+    assert _LISTED_TABLE == {"kept": 1}
