@@ -2446,3 +2446,50 @@ def test_a_pickle_may_not_make_a_listed_dict_an_instances_dict(listed: str, tabl
     allowed = {f"{__name__}._Plain", f"{__name__}.{listed}"}
     _refused(header, buffers, r"would change (.*_LISTED_TABLE|what a call returned .*) in place", allow_pickle=allowed)
     assert _LISTED_TABLE == {"kept": 1}
+
+
+# --- what docs/wire-format.md says of the bytes pack writes (found unstated by an outside tester) ----------
+
+
+@dataclass
+class _Pair(ZeroCopy):
+    first: torch.Tensor
+    second: torch.Tensor
+    group: object = None
+
+
+def test_a_tensor_sent_again_is_a_twelve_byte_spec_that_says_nothing_more() -> None:
+    # docs/wire-format.md: kind 2's spec is 12 bytes: code, flags and D 0, the earlier tensor's number, offset 0.
+    tensor = torch.arange(4)
+    _, body = _split(wire.pack(_Pair(tensor, tensor)).header)
+    assert body[3][1] == msgspec.msgpack.Ext(_TENSOR, bytes([0, 0, 0, 2]) + struct.pack("<II", 0, 0))
+
+
+def test_a_dimension_of_size_one_is_sent_with_the_contiguous_stride() -> None:
+    # docs/wire-format.md: the stride of a dimension of size 1 is written as a contiguous tensor has it, the
+    # offset of a view is in bytes.
+    parent = torch.arange(40)
+    view = parent.as_strided((3, 1), (2, 10), 10)
+    _, body = _split(wire.pack(_Pair(parent, view)).header)
+    _, flags, _, kind, reference, offset = struct.unpack_from("<BBBBII", body[3][1].data)
+    assert (kind, reference, offset, flags & _STRIDES) == (1, 0, 80, _STRIDES)
+    assert struct.unpack_from("<4I", body[3][1].data, 12) == (3, 1, 2, 1)
+    assert wire.unpack(*wire.pack(_Pair(parent, view))).second.stride() == (2, 1)
+
+
+def test_a_record_sent_again_is_numbered_from_zero_little_endian() -> None:
+    # docs/wire-format.md: ext 7 holds a record's number (u32, little-endian), counting from 0.
+    inner = _Pair(torch.arange(1), torch.arange(1))
+    _, body = _split(wire.pack(_Pair(torch.arange(1), torch.arange(1), [inner, inner])).header)
+    assert body[3][2][1] == msgspec.msgpack.Ext(_RECORD_AGAIN, struct.pack("<I", 0))
+
+
+def test_the_digest_is_the_crc32_of_the_utf8_field_lines() -> None:
+    @dataclass
+    class Ünï(ZeroCopy):  # noqa: N801  # a name of non-ASCII letters, on purpose
+        ñame: int
+        x: object = field(default=None, metadata=OMIT)
+        değer: int = 0
+
+    _, body = _split(wire.pack(Ünï(1)).header)
+    assert body[1] == zlib.crc32("ñame\nx OMIT\ndeğer".encode())
