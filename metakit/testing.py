@@ -1076,9 +1076,11 @@ def _contents(value: object) -> _Held | None:
     if torch is None or not isinstance(value, torch.Tensor):
         return None
     try:
-        return _Held(_layout(value), _data(value).clone())
-    except Exception:  # sparse, nested or meta: by identity alone
+        data = _data(value).clone()
+        _same_bytes(data, data)  # a tensor whose bytes cannot be read (a FakeTensor's) raises here
+    except Exception:  # sparse, nested, quantized, meta or fake: by identity alone
         return None
+    return _Held(_layout(value), data)
 
 
 def _layout(tensor: Any) -> tuple[object, ...]:
@@ -1088,8 +1090,8 @@ def _layout(tensor: Any) -> tuple[object, ...]:
 def _data(tensor: Any) -> Any:
     """The bytes of *tensor*'s elements, in order, as a flat ``uint8`` tensor on its device: a view where it is
     contiguous, so that a check reads a large tensor without copying it."""
-    if tensor.is_meta:
-        raise ValueError("a meta tensor holds no data")
+    if tensor.is_meta or tensor.is_quantized:  # torch crashes viewing a quantized tensor's bytes
+        raise ValueError("a meta or quantized tensor: its bytes are not read")
     flat = tensor.detach().reshape(-1).resolve_conj().resolve_neg()  # in the order of its elements
     return flat.contiguous().view(sys.modules["torch"].uint8)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import types
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -396,3 +397,28 @@ def test_a_change_to_the_last_byte_of_a_tensor_shows(tensor):
 
     with pytest.raises(AssertionError, match=r"changed what the instance's field 'kv' holds"):
         assert_zerocopy(Big(tensor))
+
+
+def test_a_quantized_tensor_field_is_compared_by_identity_without_crashing():
+    # Viewing a quantized tensor's bytes crashed the process (an outside tester).
+    @dataclass
+    class Quantized(ZeroCopy):
+        weights: object
+
+    with warnings.catch_warnings():  # torch deprecates quantized dtypes
+        warnings.simplefilter("ignore", UserWarning)
+        weights = torch.quantize_per_tensor(torch.tensor([1.0, 2.0]), 0.1, 0, torch.qint8)
+    assert_zerocopy(Quantized(weights))
+
+
+def test_a_fake_tensor_field_is_not_reported_as_changed():
+    # torch.equal on a FakeTensor raises: each check read that as a change (an outside tester).
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    @dataclass
+    class Traced(ZeroCopy):
+        x: object
+
+    with FakeTensorMode():
+        fake = torch.empty(4)
+    assert_zerocopy(Traced(fake))
