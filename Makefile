@@ -53,8 +53,9 @@ bench: venv  ## the demo and the full benchmark (about 2 minutes)
 $(OTHER_VERSIONS:%=bench-%): bench-%: venv-%
 	.venv-$*/bin/python -m metakit bench $(ARGS)
 
-bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.15 into .ci/bench-3.X.{txt,json} and .ci/bench.png
+bench-record: venv $(OTHER_VERSIONS:%=venv-%)  ## full runs on 3.10 to 3.15 into .ci/bench-3.X.{txt,json} and .ci/bench.png, and the broadcast's into .ci/broadcast-3.11.{txt,json}
 	$(PY) -m metakit bench --json .ci/bench-$(PYTHON_VERSION).json --plot .ci/bench.png | tee .ci/bench-$(PYTHON_VERSION).txt
+	$(PY) -m metakit bench --distributed --json .ci/broadcast-$(PYTHON_VERSION).json | tee .ci/broadcast-$(PYTHON_VERSION).txt
 	for version in $(OTHER_VERSIONS); do \
 		.venv-$$version/bin/python -m metakit bench --json .ci/bench-$$version.json | tee .ci/bench-$$version.txt; \
 	done
@@ -124,6 +125,6 @@ $(OTHER_VERSIONS:%=venv-%): venv-%:
 	@.ci/venv.sh .venv-$* $* bench test
 
 .PHONY: docs
-docs: venv  ## docs/benchmarks.md from the recorded runs .ci/bench-3.X.json, .ci/creation-3.X.json and .ci/calls-3.X.json (`make bench-record count-record docs` records them first)
+docs: venv  ## docs/benchmarks.md from the recorded runs .ci/{bench,creation,calls,broadcast}-3.X.json (`make bench-record count-record docs` records them first)
 	$(PY) -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json --creation $(wildcard .ci/creation-3.*.json) \
-		--calls $(wildcard .ci/calls-3.*.json)
+		--calls $(wildcard .ci/calls-3.*.json) --broadcast $(wildcard .ci/broadcast-3.*.json)

@@ -291,14 +291,58 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDED = sorted(ROOT.glob(".ci/bench-3.*.json"))
 COUNTED = sorted(ROOT.glob(".ci/creation-3.*.json"))
 CALLED = sorted(ROOT.glob(".ci/calls-3.*.json"))
+BROADCAST = sorted(ROOT.glob(".ci/broadcast-3.*.json"))
 PAGE = ROOT / "docs" / "benchmarks.md"
 
 
 def test_docs_benchmarks_md_is_what_make_docs_generates_from_the_recorded_runs() -> None:
     # The sdist holds the records too (`make package` runs this test from it): a page without them failed there.
     assert RECORDED, "docs/benchmarks.md is there, but not the .ci/bench-3.X.json it is made from"
-    page = docs.render(docs.load(RECORDED), docs.load_counts(COUNTED), docs.load_call_counts(CALLED))
+    assert BROADCAST, "docs/benchmarks.md is there, but not the .ci/broadcast-3.X.json it is made from"
+    page = docs.render(
+        docs.load(RECORDED), docs.load_counts(COUNTED), docs.load_call_counts(CALLED), docs.load_broadcasts(BROADCAST)
+    )
     assert PAGE.read_text(encoding="utf-8") == page, "run `make docs`"
+
+
+def _broadcast_row(record: str, ranks: int, metakit: float, vllm: float, three: float) -> dict[str, Any]:
+    medians = {"metakit": metakit, "vllm": vllm, "three": three, "object": 9.0, "floor": 0.5}
+    ratios = {way: time / metakit for way, time in medians.items()}
+    met = {"vllm": ratios["vllm"] >= 1.0, **({"three": ratios["three"] >= 2.0} if record.startswith("8 KB") else {})}
+    return {
+        "record": record,
+        "world_size": ranks,
+        "median_ms": medians,
+        "best_ms": {way: time / 2 for way, time in medians.items()},
+        "median_ratio": ratios,
+        "targets_met": met,
+    }
+
+
+def test_docs_page_gives_the_broadcast_benchmarks_figures_against_its_targets(tmp_path: Path) -> None:
+    run = {
+        "schema": 2,
+        "quick": False,
+        "seconds": 61.0,
+        "versions": {**_versions("3.11.2"), "metakit": "0.1.0", "platform": "Linux", "torch": "2.13.0"},
+        "setup": {"backend": "gloo", "world_sizes": [2, 4], "rounds": 11},
+        "targets": {"vllm": 1.0, "three": 2.0},
+        "rows": [_broadcast_row("8 KB: prefill", 2, 1.0, 4.0, 1.5), _broadcast_row("2 MB: prefill", 4, 4.0, 3.0, 5.0)],
+    }
+    path = tmp_path / "broadcast-3.11.json"
+    path.write_text(json.dumps(run))
+    lines = docs._broadcasts(docs.load_broadcasts([path]))
+    assert "### CPython 3.11.2" in lines
+    # Each way's median (best), and the two ratios the design bounds: marked only where they are targets.
+    assert "| 8 KB: prefill | 2 | 1.000 (0.500) | 4.000 (2.000) | 1.500 (0.750) | 9.000 (4.500)" in lines[-3]
+    assert lines[-3].endswith("| 4.00 ✓ | 1.50 ✗ |")
+    assert lines[-2].endswith("| 0.75 ✗ | 1.25 |")
+    assert docs._broadcasts([]) == []
+    assert "[below](#broadcast_metadata-with-2-and-4-gloo-ranks)." in " ".join(docs._targets([], measured=True))
+    assert "`metakit bench --distributed`: not in these records." in " ".join(docs._targets([]))
+    (tmp_path / "bad.json").write_text(json.dumps({"schema": 3, "rows": []}))
+    with pytest.raises(docs.RecordError, match=r"is not a record of `metakit bench --distributed --json`"):
+        docs.load_broadcasts([tmp_path / "bad.json"])
 
 
 def _count(python: str, rows: list[tuple[int, str, float, float]]) -> dict[str, Any]:

@@ -3,12 +3,15 @@
 The page holds the method, the design's targets and, for each recorded run
 (``python -m metakit bench --json PATH``, one per interpreter), its tables.
 Every figure on it comes from those records, and nothing on it is typed by
-hand: ``make docs`` writes it from ``.ci/bench-3.X.json``, and from the
-instruction counts of class creation that ``.ci/count-creation --json``
-recorded in ``.ci/creation-3.X.json``; a test checks that the committed page
-is what this module makes of the committed records.
+hand: ``make docs`` writes it from ``.ci/bench-3.X.json``, from the
+instruction counts that ``.ci/count-creation --json`` and ``.ci/count-calls
+--json`` recorded in ``.ci/creation-3.X.json`` and ``.ci/calls-3.X.json``, and
+from the broadcast benchmark's run (``metakit bench --distributed --json``) in
+``.ci/broadcast-3.11.json``; a test checks that the committed page is what
+this module makes of the committed records.
 
-    python -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json --creation .ci/creation-3.*.json
+    python -m metakit.bench.docs --output docs/benchmarks.md .ci/bench-3.*.json --creation .ci/creation-3.*.json \
+        --calls .ci/calls-3.*.json --broadcast .ci/broadcast-3.*.json
     python -m metakit.bench.docs --check --output docs/benchmarks.md .ci/bench-3.*.json --creation ...
 """
 
@@ -86,13 +89,30 @@ def load_call_counts(paths: Iterable[str | Path]) -> list[Report]:
     return sorted(counts, key=lambda count: _version_of(count["python"]))
 
 
+def load_broadcasts(paths: Iterable[str | Path]) -> list[Report]:
+    """The runs of ``metakit bench --distributed --json`` at *paths*, oldest Python first."""
+    runs = []
+    for path in paths:
+        run = _json(path)
+        if not (isinstance(run, dict) and run.get("schema") == 2 and {"setup", "targets", "rows"} <= run.keys()):
+            raise RecordError(f"{path} is not a record of `metakit bench --distributed --json` (schema 2)")
+        runs.append(run)
+    return sorted(runs, key=_python_version)
+
+
 CALL_BOUND: Final = 1.03
 """The design's bound on ``asdict_zerocopy()``'s instructions over the hand-written literal's."""
 
 
-def render(reports: Sequence[Report], counts: Sequence[Report] = (), calls: Sequence[Report] = ()) -> str:
-    """The page, from *reports* (as ``load`` orders them) and the instruction counts of class creation and of a
-    call (as ``load_counts`` and ``load_call_counts`` order them)."""
+def render(
+    reports: Sequence[Report],
+    counts: Sequence[Report] = (),
+    calls: Sequence[Report] = (),
+    broadcasts: Sequence[Report] = (),
+) -> str:
+    """The page, from *reports* (as ``load`` orders them), the instruction counts of class creation and of a
+    call (as ``load_counts`` and ``load_call_counts`` order them) and the broadcast benchmark's runs (as
+    ``load_broadcasts`` orders them)."""
     lines = [
         "# Benchmarks",
         "",
@@ -101,9 +121,10 @@ def render(reports: Sequence[Report], counts: Sequence[Report] = (), calls: Sequ
         "",
         *_INTRODUCTION,
         *_method(),
-        *_targets(reports),
+        *_targets(reports, measured=bool(broadcasts)),
         *_counts(counts),
         *_call_counts(calls),
+        *_broadcasts(broadcasts),
     ]
     for report in reports:
         lines += _run(report)
@@ -203,7 +224,7 @@ def _target_key(target: Mapping[str, Any]) -> tuple[str, float, bool]:
     return target["key"], target["bound"], target["at_least"]
 
 
-def _targets(reports: Sequence[Report]) -> list[str]:
+def _targets(reports: Sequence[Report], *, measured: bool = False) -> list[str]:
     rows: dict[tuple[str, float, bool], Mapping[str, Any]] = {}
     for report in reports:
         for target in report["targets"]:
@@ -230,12 +251,13 @@ def _targets(reports: Sequence[Report]) -> list[str]:
         cells = [_status(targets.get(key)) for targets in by_version]
         bound = f"{'≥' if target['at_least'] else '≤'} {target['bound']:g}"
         lines.append(f"| {_text(target['label'])} | {bound} | {' | '.join(cells)} |")
+    where = "[below](#broadcast_metadata-with-2-and-4-gloo-ranks)" if measured else "not in these records"
     lines += [
         "",
         *_wrap(
             "`broadcast_metadata`'s targets (at least vLLM's `broadcast_tensor_dict` algorithm at every size"
             " with 2 and 4 gloo ranks, and twice three collectives at 8 KB and 261 KB) are measured by"
-            " `metakit bench --distributed`, which these records do not hold."
+            f" `metakit bench --distributed`: {where}."
         ),
         "",
     ]
@@ -308,6 +330,64 @@ def _call_counts(calls: Sequence[Report]) -> list[str]:
         cells.append(f"{ratio_text(ratio, CALL_BOUND, 1, percent=True)} {'✓' if ratio <= CALL_BOUND else '✗'}")
     lines.append(f"| more than the literal | ≤ +{CALL_BOUND - 1:.0%} | {' | '.join(cells)} |")
     return [*lines, ""]
+
+
+_BROADCAST_WAYS: Final = {
+    "metakit": "metakit",
+    "vllm": "vLLM's algorithm",
+    "three": "three collectives",
+    "object": "broadcast\\_object\\_list",
+    "floor": "the floor",
+}
+"""The ways ``metakit bench --distributed`` measures, as the page's table heads name them."""
+
+
+def _broadcasts(runs: Sequence[Report]) -> list[str]:
+    if not runs:
+        return []
+    lines = [
+        "## `broadcast_metadata`, with 2 and 4 gloo ranks",
+        "",
+        *_wrap(
+            "`metakit bench --distributed` (`make bench-record` records it) sends the example engine metadata"
+            " from rank 0 to the other ranks of a gloo group on this machine, in five ways, in rounds that"
+            " alternate them: `broadcast_metadata`; vLLM's `broadcast_tensor_dict` algorithm (the values and"
+            " the tensors' specs in one object broadcast, then one asynchronous broadcast per tensor, the"
+            " receivers allocating each); three synchronous collectives (the header's size, the header, and"
+            " every tensor's bytes in one buffer); `broadcast_object_list`, which pickles the tensors; and the"
+            " floor, one broadcast of a preallocated buffer as large as the record, which rebuilds nothing. A"
+            " round lasts as long as its slowest rank."
+        ),
+        "",
+    ]
+    for run in runs:
+        versions = run["versions"]
+        kind = "a --quick run: few rounds, rough figures" if run["quick"] else "a full run"
+        lines += [
+            f"### {_python(run)}",
+            "",
+            *_wrap(
+                f"metakit {versions['metakit']}{_source(versions)} on {versions['platform']}; torch"
+                f" {versions['torch']}; {kind}, {run['setup']['rounds']} rounds, {run['seconds']:.0f} s. ms per"
+                " broadcast, median (best); a ratio is the other way's median over metakit's (above 1,"
+                f" metakit is faster). The targets, judged on the medians (✓ met, ✗ missed): at least"
+                f" {run['targets']['vllm']:g} for vLLM's algorithm at every size, {run['targets']['three']:g} for"
+                " three collectives at 8 KB and 261 KB."
+            ),
+            "",
+            "| record | ranks | " + " | ".join(_BROADCAST_WAYS.values()) + " | vLLM / metakit | three / metakit |",
+            "| --- | ---: |" + " ---: |" * (len(_BROADCAST_WAYS) + 2),
+        ]
+        for row in run["rows"]:
+            times = " | ".join(f"{row['median_ms'][way]:,.3f} ({row['best_ms'][way]:,.3f})" for way in _BROADCAST_WAYS)
+            ratios = [
+                f"{row['median_ratio'][way]:.2f}"
+                + ("" if way not in row["targets_met"] else " ✓" if row["targets_met"][way] else " ✗")
+                for way in ("vllm", "three")
+            ]
+            lines.append(f"| {_text(row['record'])} | {row['world_size']} | {times} | {' | '.join(ratios)} |")
+        lines.append("")
+    return lines
 
 
 def _status(target: Mapping[str, Any] | None) -> str:
@@ -488,9 +568,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--creation", nargs="*", default=[], metavar="COUNT", help="a --json record of .ci/count-creation"
     )
     parser.add_argument("--calls", nargs="*", default=[], metavar="COUNT", help="a --json record of .ci/count-calls")
+    parser.add_argument(
+        "--broadcast", nargs="*", default=[], metavar="RUN", help="a --json record of metakit bench --distributed"
+    )
     args = parser.parse_args(argv)
     try:
-        page = render(load(args.records), load_counts(args.creation), load_call_counts(args.calls))
+        page = render(
+            load(args.records),
+            load_counts(args.creation),
+            load_call_counts(args.calls),
+            load_broadcasts(args.broadcast),
+        )
     except RecordError as error:  # before anything is written
         parser.error(str(error))
     output = Path(args.output)
