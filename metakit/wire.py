@@ -2193,8 +2193,7 @@ class _Reader:
         try:
             values = builder.values.decode(raw)
         except msgspec.ValidationError:
-            self.rewind(before)
-            self.refuse_typed(builder, raw, cls, where)
+            self.refuse_typed(builder, raw, cls, where, before)
             return self.general_record(cls, _codec(cls), builder.names, raw, where)  # if typed reading was stricter
         except _Mismatched as error:
             raise _inside(error, raw, builder.names, cls) from None
@@ -2211,28 +2210,43 @@ class _Reader:
         except Exception as error:
             raise WireError(f"{cls.__qualname__}(...) raised {_first_line(error)}") from None
 
-    def refuse_typed(self, builder: Builder, raw: msgspec.Raw, cls: type, where: str) -> None:
-        """Raise the general way's error for the values of *cls* that the typed reading refused.
+    def refuse_typed(
+        self, builder: Builder, raw: msgspec.Raw, cls: type, where: str, mark: tuple[int, list[int], int]
+    ) -> None:
+        """Raise the general way's error for the values of *cls* that the typed reading refused; reading stands
+        at *mark* again when it returns.
 
-        Only the values that the typed reading checked are read again, and
-        they hold no record: a record inside another field, made before the
-        typed reading stopped, is not made a second time.
+        As in ``locate``, the values are read again in order from *mark*, so
+        that a value can name a tensor or a record that one before it brought,
+        and a record made in the typed reading is handed out again, not made a
+        second time.  Past the values that reading read, none was made: there
+        the typed reading was stricter than this one, and this returns.
         """
+        made = self.records[mark[2] :]
+        self.rewind(mark)
         try:
             items: object = _ITEMS.decode(raw)
         except msgspec.ValidationError:
             items = None  # not an array
         values = _one_per_name(items, builder.names, cls, where)
         unchecked = {checked.position for checked in builder.checked}
-        for position, (name, item) in enumerate(zip(builder.names, values, strict=True)):
-            if position not in unchecked:
+        past = WireError("past the values that the typed reading read")
+        outer, self.replaying = self.replaying, (made[::-1], past)
+        try:
+            for position, (name, item) in enumerate(zip(builder.names, values, strict=True)):
                 try:
                     value = self.decode(item)
                 except _Mismatched:
                     raise
                 except WireError as error:
+                    if error is past:
+                        return
                     raise _Mismatched.at(cls, name, error) from None
-                _field(cls, name, value)
+                if position not in unchecked:
+                    _field(cls, name, value)
+        finally:
+            self.replaying = outer
+            self.rewind(mark)
 
     def locate(
         self, error: WireError, mark: tuple[int, list[int], int], raw: msgspec.Raw, names: tuple[str, ...], cls: type

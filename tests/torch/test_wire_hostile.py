@@ -305,6 +305,52 @@ def test_a_refused_value_makes_no_record_inside_the_others_twice() -> None:
 
 
 @dataclass
+class TensorThenCount(ZeroCopy):
+    slot_mapping: torch.Tensor
+    num_tokens: int
+    names: list[str] = field(default_factory=list)
+
+
+_TENSOR_0_AGAIN = msgspec.msgpack.Ext(_TENSOR, struct.pack("<BBBBII", 0, 0, 0, 2, 0, 0))  # kind 2, narrow
+_RECORD_0_AGAIN = msgspec.msgpack.Ext(_RECORD_AGAIN, struct.pack("<I", 0))
+
+
+@pytest.mark.parametrize(
+    ("record", "position", "value", "expected"),
+    [
+        (
+            HoldsCounted(Counted(1), 2, Counted(3)),
+            1,
+            _RECORD_0_AGAIN,
+            "Expected `int`, got `{}.Counted` - at `$.num_tokens`",
+        ),
+        (
+            TensorThenCount(torch.arange(3), 4),
+            1,
+            _TENSOR_0_AGAIN,
+            "Expected `int`, got `torch.Tensor` - at `$.num_tokens`",
+        ),
+        (
+            TensorThenCount(torch.arange(3), 4),
+            2,
+            [_TENSOR_0_AGAIN],
+            "Expected `str`, got `torch.Tensor` - at `$.names[0]`",
+        ),
+    ],
+)
+def test_a_value_that_names_a_record_or_tensor_before_it_where_its_type_refuses_one_says_so(
+    record: object, position: int, value: object, expected: str
+) -> None:
+    # The typed reading refused the value; the reading that says why started over and had forgotten the record
+    # or tensor that an earlier value brought, so it said that one "did not arrive before it".  (Found by an
+    # outside tester.)
+    header, buffers = _edited(record, lambda body: body[3].__setitem__(position, value))
+    Counted.made = 0
+    _refused(header, buffers, re.escape(f"{type(record).__qualname__}: {expected.format(__name__)}"))
+    assert Counted.made <= 1  # the record before the refused value is not made again
+
+
+@dataclass
 class Leaf(ZeroCopy):
     num_tokens: int
 
