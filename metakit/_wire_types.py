@@ -39,7 +39,7 @@ import sys
 import threading
 import types
 import typing
-import unicodedata  # noqa: F401  # what a ``\N{...}`` escape looks names up in: imported here, not on a receiver
+import unicodedata  # identifiers in NFKC form; and what a ``\N{...}`` escape looks names up in
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import Field, fields
@@ -851,6 +851,8 @@ class _Parser:
             return Any
 
     def name(self, dotted: str) -> object:
+        if not dotted.isascii():  # Python reads identifiers in NFKC form: full-width letters are ASCII ones
+            dotted = unicodedata.normalize("NFKC", dotted)
         first, *rest = dotted.split(".")
         if not all(part.isidentifier() and not keyword.iskeyword(part) for part in rest) or not (
             first.isidentifier() and (first in _LITERAL_NAMES or not keyword.iskeyword(first))

@@ -677,6 +677,7 @@ _AS_TEXT: list[tuple[str, object, object]] = [
     ("Literal[1,  # one\r 2]", 2, 3),  # a comment ends at a carriage return, as Python's does
     ("list[None.real] | int", [1], "1"),  # no type there: any value where it stands (an outside tester)
     ("Literal[" + "(" * 199 + "1" + ")" * 199 + "]", 1, 2),  # 200 brackets open, as many as Python takes
+    ("Optional[\uff49\uff4e\uff54]", 3, "3"),  # full-width int: Python reads names in NFKC form (an outside tester)
 ]
 
 
