@@ -8,10 +8,11 @@ tensor-parallel worker needs an equal one::
     from metakit.examples.engine import FlashAttentionMetadata, make_flash_attention_metadata
 
     dist.init_process_group("gloo")            # every rank, as usual
+    meta: FlashAttentionMetadata
     if dist.get_rank() == 0:                   # the driver
         meta = broadcast_metadata(make_flash_attention_metadata())   # returns its argument
     else:                                      # a worker
-        meta: FlashAttentionMetadata = broadcast_metadata(None)      # an equal record
+        meta = broadcast_metadata(None)                              # an equal record
 
 The record travels in the format of ``metakit.wire`` (what travels, and how
 the receivers look up its class, are described there), in as few
@@ -165,10 +166,11 @@ def broadcast_metadata(
 
     ::
 
+        meta: FlashAttentionMetadata
         if dist.get_rank() == 0:
             meta = broadcast_metadata(make_flash_attention_metadata())
         else:
-            meta: FlashAttentionMetadata = broadcast_metadata(None)
+            meta = broadcast_metadata(None)
 
     A group of one rank issues no collective: its one rank is the source,
     and gets *obj* back, checked as a source checks it.

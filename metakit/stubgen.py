@@ -549,12 +549,10 @@ class _Additions:
         klass, annotation = declaring
         source = self._source(klass)
         naming = self._naming(source, self._bindings(cls, klass))
-        # A class nested in the declaring one is named from the module, where the stub's TypedDicts are.
-        nested = {
-            member
-            for member, value in vars(klass).items()
-            if isinstance(value, type) and value.__qualname__ == f"{klass.__qualname__}.{member}"
-        }
+        # A type bound in the declaring class's body (a nested class, an alias) is named from the module,
+        # where the stub's TypedDicts are.
+        fields = {f.name for f in dataclasses.fields(klass)}
+        nested = {member for member, value in vars(klass).items() if member not in fields and _names_a_type(value)}
 
         def name_of(written: str) -> str | Type:
             head = written.partition(".")[0]
@@ -912,6 +910,12 @@ def _rewrite(typ: Type, name_of: Callable[[str], str | Type]) -> Type:
     args = list(typ.args) if literal else _rewritten_items(typ.args, name_of)
     empty = typ.empty_tuple_index or (bool(typ.args) and not args)  # ``tuple[*Ts]`` with Ts bound to no type
     return UnboundType(new, args, empty_tuple_index=empty)
+
+
+def _names_a_type(value: object) -> bool:
+    """Whether *value*, bound in a class's body, can stand in an annotation: a class, a generic alias
+    (``List[int]``, ``int | None``) or a ``type`` statement's alias."""
+    return isinstance(value, type) or typing.get_origin(value) is not None or type(value).__name__ == "TypeAliasType"
 
 
 def _nested_classes_last(cdef: ClassDef) -> None:

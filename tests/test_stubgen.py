@@ -499,8 +499,9 @@ def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hol
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A ``TypedDict`` item cannot be ``Final`` and needs no ``Annotated`` metadata; a class nested in
-    the record is named from the module, where the ``TypedDict`` is; the fields after it keep their
-    defaults (mypy's generator forgot it wrote a dataclass once it met a nested class)."""
+    the record, or an alias bound in its body, is named from the module, where the ``TypedDict`` is; the
+    fields after it keep their defaults (mypy's generator forgot it wrote a dataclass once it met a nested
+    class)."""
     stub = stub_of(
         tmp_path,
         monkeypatch,
@@ -508,7 +509,7 @@ def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hol
         """
         import enum
         from dataclasses import dataclass
-        from typing import Annotated, Final
+        from typing import Annotated, Final, List
         from metakit import ZeroCopy
 
         @dataclass
@@ -516,7 +517,9 @@ def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hol
             class Kind(enum.Enum):
                 A = 1
 
+            Ids = List[int]  # an alias in the body: its TypedDict named it as the module would (an outside tester)
             kind: "Kind"
+            ids: Ids
             fin: Final[int] = 3
             an: Annotated[int, "meta"] = 0
             n: int = 0
@@ -525,10 +528,11 @@ def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hol
     )
     compile(stub, "wrapped_types.pyi", "exec")
     assert (
-        "class HolderDict(_TypedDict):\n    kind: Holder.Kind\n    fin: int\n    an: int\n    n: int\n    bare: str\n"
-        in stub
+        "class HolderDict(_TypedDict):\n    kind: Holder.Kind\n    ids: Holder.Ids\n    fin: int\n    an: int\n"
+        "    n: int\n    bare: str\n" in stub
     )
-    assert "def astuple_zerocopy(self) -> _tuple[Holder.Kind, int, int, int, str]: ..." in stub
+    assert "    Ids = list[int]\n" in stub
+    assert "def astuple_zerocopy(self) -> _tuple[Holder.Kind, Holder.Ids, int, int, int, str]: ..." in stub
     assert "    n: int = ...\n" in stub
 
 
