@@ -149,8 +149,8 @@ class ZeroCopyFields(type):
                 _changed(cls)
             elif name in ("__init__", "__new__"):
                 _recheck_calls(cls)
-            if not _settle(cls, before):
-                uncover(covered)
+            if not _settle(cls, before) and not reaches_users(cls):
+                uncover(covered)  # else rule 2 holds for the bases: the forwarder stays
 
 
 _changes = 0

@@ -117,12 +117,15 @@ def _owns_replace(cls: type) -> bool:
 
 DISOWNED: Final[dict[int, weakref.ref[type]]] = {}
 """The dataclasses whose own ``__replace__`` (3.13+) a user deleted, by ``id`` (each entry leaves with its
-class): what metakit puts there stands for none, as ``asdict_zerocopy``'s does, until ``dataclasses``
-writes one again."""
+class): metakit puts none there, so that a call goes on to the bases as it would without metakit (a base's
+generated one forwards it to the instance's own class), and ``dataclasses`` writes one again if the class is
+decorated again."""
 
 
 def disown_replace(cls: type) -> None:
-    """Note that a user deleted the dataclass *cls*'s own ``__replace__``."""
+    """Note that a user deleted the dataclass *cls*'s own ``__replace__`` (where ``dataclasses`` writes one)."""
+    if _DATACLASSES_REPLACE is ABSENT:
+        return  # before 3.13 the one there was metakit's: the rules give it back
     key = id(cls)
     DISOWNED[key] = weakref.ref(cls, lambda _, key=key: DISOWNED.pop(key, None))  # type: ignore[misc]
 
@@ -150,9 +153,12 @@ def placing(
             continue  # a user's method: never replaced
         # A method that a user wrote, inherited through any base: a generated
         # method of one base does not hide a user's of another.  But where
-        # ``dataclasses`` gives the class a ``__replace__`` of its own, so does metakit.
-        if not (name is REPLACE and _owns_replace(cls)) and _next_users(mro, 1, name, coming_back) is not None:
-            if own is not ABSENT:  # the user's method above was put there later
+        # ``dataclasses`` gives the class a ``__replace__`` of its own, so does metakit;
+        # where a user deleted that one, metakit puts none either.
+        if (name is REPLACE and id(cls) in DISOWNED) or (
+            not (name is REPLACE and _owns_replace(cls)) and _next_users(mro, 1, name, coming_back) is not None
+        ):
+            if own is not ABSENT:  # the user's method above was put there later, or the class disowned its own
                 gone.append((name, own))
         elif own is ABSENT or (own is not generated and own is not DISPATCHERS[name] and not _is_forwarder(own)):
             # (A forwarder, put there by rule 2, stays: it serves the
@@ -207,9 +213,10 @@ def guard_bases(cls: type) -> None:
 
 
 def reaches_users(cls: type) -> bool:
-    """Whether a call on an instance of *cls* can reach a user's method: rule 2 then holds for its bases."""
+    """Whether a call on an instance of *cls* can reach a user's method, or a base's ``__replace__`` (a dataclass
+    whose own a user deleted): rule 2 then holds for its bases."""
     mro = cls.__mro__
-    return any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES)
+    return id(cls) in DISOWNED or any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES)
 
 
 def put_back(cls: type, name: str, generated: object, found: object, guarded: bool) -> None:
@@ -267,11 +274,12 @@ def _forwarder(holder: type, name: str, generated: object) -> Any:
     the same signature, and the generated source.
     """
     caller, attribute = _SERVED[name]
-    walks = not (name is REPLACE and _owns_replace(holder))
     dispatcher = DISPATCHERS[name]
 
     def forward(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         cls = type(self)
+        # Asked at each call: *holder* may become a dataclass, or lose its own __replace__, after this was made.
+        walks = not (name is REPLACE and _owns_replace(holder))
         passed = False  # whether holder is behind: then look on for a user's method
         for klass in cls.__mro__ if walks else ():
             if not passed:

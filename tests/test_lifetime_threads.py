@@ -1054,7 +1054,11 @@ def test_deleting_a_classs_own_generated_method_never_runs_a_bases_meanwhile(nam
     _tracing_metakit(call, lambda: delattr(Mid, name))
     call()
     assert results == {repr(({"a": 5, "b": 7}, (5, 7), Mid(6, 7)))}
-    assert getattr(vars(Root)[name], "__wrapped__", None) is None  # the base has its generated method again
+    # The base has its generated method again; but from 3.13 on, a dataclass whose own __replace__ is deleted
+    # has none (a call goes on to the bases, as without metakit), so the base's forwards it to Mid's code.
+    disowned = name == "__replace__" and sys.version_info >= (3, 13)
+    assert (getattr(vars(Root)[name], "__wrapped__", None) is not None) == disowned
+    assert (name in vars(Mid)) != disowned
 
 
 def test_an_override_assigned_in_the_middle_of_another_change_is_kept():
