@@ -851,8 +851,6 @@ class _Parser:
             return Any
 
     def name(self, dotted: str) -> object:
-        if not dotted.isascii():  # Python reads identifiers in NFKC form: full-width letters are ASCII ones
-            dotted = unicodedata.normalize("NFKC", dotted)
         first, *rest = dotted.split(".")
         if not all(part.isidentifier() and not keyword.iskeyword(part) for part in rest) or not (
             first.isidentifier() and (first in _LITERAL_NAMES or not keyword.iskeyword(first))
@@ -862,6 +860,8 @@ class _Parser:
             if rest:  # ``None.real``: no type, as Python's AttributeError says
                 raise _NotFound(dotted)
             return None
+        if not dotted.isascii():  # Python reads identifiers in NFKC form: full-width letters are ASCII ones
+            first, *rest = (unicodedata.normalize("NFKC", part) for part in (first, *rest))
         for namespace in self.namespaces:
             if first in namespace:
                 value = namespace[first]
