@@ -1847,6 +1847,10 @@ _BODY: Final = msgspec.msgpack.Decoder(tuple[str, int, Any, msgspec.Raw])
 """Reads a record's body, ``[class, digest, names, values]``, leaving its values to be read once the class is known."""
 
 
+_UNMADE: Final = object()
+"""What ``_Reader.made_before`` gives for a record that the reading being replayed never made."""
+
+
 class _Reader:
     """Reads one header: msgpack into plain values, each tensor a checked view of the buffer it lies in."""
 
@@ -1880,10 +1884,10 @@ class _Reader:
         """The record classes found so far, by the name that arrived."""
         self.live: dict[str, list[type]] | None = None
         """The live record classes by qualified name, listed once a header, when a class must be searched for."""
-        self.replaying: tuple[list[object], WireError] | None = None
-        """While ``locate`` reads values again: the records that the reading which failed made of them, last
-        first, each handed out again where it was made instead of being made a second time; and that reading's
-        error, for the record it could not make."""
+        self.replaying: tuple[list[object], WireError | None] | None = None
+        """While ``locate`` or ``refuse_typed`` reads values again: the records that the reading which failed
+        made of them, last first, each handed out again where it was made instead of being made a second time;
+        and that reading's error, for the record it could not make (``None``: make the records it did not)."""
 
     def live_classes(self) -> dict[str, list[type]]:
         if self.live is None:
@@ -2166,8 +2170,8 @@ class _Reader:
             raise self.locate(error, before, raw, names, cls) from None
         for field_name, value in zip(names, values, strict=True):
             _field(cls, field_name, value)
-        if self.replaying is not None:
-            return self.made_before()
+        if self.replaying is not None and (made := self.made_before()) is not _UNMADE:
+            return made
         arguments = dict(zip(names, values, strict=True))
         later = [name for name in names if name not in codec.init] if codec.later else ()
         for name in later:
@@ -2201,8 +2205,8 @@ class _Reader:
             raise self.locate(error, before, raw, builder.names, cls) from None
         except Exception as error:  # msgspec's DecodeError, a RecursionError: bytes that are not the format
             raise WireError(f"the header cannot be read: {_first_line(error)}") from None
-        if self.replaying is not None:
-            return self.made_before()
+        if self.replaying is not None and (made := self.made_before()) is not _UNMADE:
+            return made
         try:
             return builder.build(cls, values, _field)
         except _Mismatched:
@@ -2219,8 +2223,10 @@ class _Reader:
         As in ``locate``, the values are read again in order from *mark*, so
         that a value can name a tensor or a record that one before it brought,
         and a record made in the typed reading is handed out again, not made a
-        second time.  Past the values that reading read, none was made: there
-        the typed reading was stricter than this one, and this returns.
+        second time; one in the value it refused, which it never read, is made
+        now.  The first value that does not match raises; if none does (the
+        typed reading was stricter than this one), this returns, and the
+        general way reads them.
         """
         made = self.records[mark[2] :]
         self.rewind(mark)
@@ -2230,8 +2236,7 @@ class _Reader:
             items = None  # not an array
         values = _one_per_name(items, builder.names, cls, where)
         unchecked = {checked.position for checked in builder.checked}
-        past = WireError("past the values that the typed reading read")
-        outer, self.replaying = self.replaying, (made[::-1], past)
+        outer, self.replaying = self.replaying, (made[::-1], None)
         try:
             for position, (name, item) in enumerate(zip(builder.names, values, strict=True)):
                 try:
@@ -2239,8 +2244,6 @@ class _Reader:
                 except _Mismatched:
                     raise
                 except WireError as error:
-                    if error is past:
-                        return
                     raise _Mismatched.at(cls, name, error) from None
                 if position not in unchecked:
                     _field(cls, name, value)
@@ -2277,12 +2280,15 @@ class _Reader:
             self.replaying = outer
 
     def made_before(self) -> object:
-        """The record that the reading which failed made here; its error where it could make none."""
-        assert self.replaying is not None  # only while locate reads again
+        """The record that the reading which failed made here; where it made none, its error, or ``_UNMADE``
+        if it has none (``refuse_typed``: the record is made now, once)."""
+        assert self.replaying is not None  # only while locate or refuse_typed reads again
         made, error = self.replaying
-        if not made:  # the reading failed making this one: nothing was made after it
-            raise error
-        return made.pop()
+        if made:
+            return made.pop()
+        if error is None:  # a value the typed reading refused without reading it
+            return _UNMADE
+        raise error  # the reading failed making this one: nothing was made after it
 
     def mark(self) -> tuple[int, list[int], int]:
         """Where reading stands: the tensors and records read so far, and where each buffer's bytes are taken to."""

@@ -350,6 +350,19 @@ def test_a_value_that_names_a_record_or_tensor_before_it_where_its_type_refuses_
     assert Counted.made <= 1  # the record before the refused value is not made again
 
 
+def test_a_record_where_its_type_refuses_one_is_made_once_and_those_before_it_not_again() -> None:
+    # The reading that says why the value is refused handed out the records that the typed reading made, but
+    # ran out at the record in the refused value, which it never made: it gave up, and the general way then
+    # made every record again (found by an outside tester).
+    def edit(body: list[Any]) -> None:
+        body[3][1] = body[3][0]  # the first Counted, whole, in the int field
+
+    header, buffers = _edited(HoldsCounted(Counted(1), 2, Counted(3)), edit)
+    Counted.made = 0
+    _refused(header, buffers, re.escape(f"HoldsCounted: Expected `int`, got `{__name__}.Counted` - at `$.num_tokens`"))
+    assert Counted.made == 2  # the first, and the one in the int field
+
+
 @dataclass
 class Leaf(ZeroCopy):
     num_tokens: int
