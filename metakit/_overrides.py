@@ -112,7 +112,8 @@ def _owns_replace(cls: type) -> bool:
     ``ZeroCopy``'s: it serves the instance's own class.  Once a user deletes
     it (``disown_replace``), a call goes on to the bases, as it would without metakit.
     """
-    return _DATACLASSES_REPLACE is not ABSENT and "__dataclass_fields__" in cls.__dict__ and id(cls) not in DISOWNED
+    # Decorated, not given fields by hand: ``dataclasses`` sets the parameters first, and only a decoration does.
+    return _DATACLASSES_REPLACE is not ABSENT and "__dataclass_params__" in cls.__dict__ and id(cls) not in DISOWNED
 
 
 DISOWNED: Final[dict[int, weakref.ref[type]]] = {}
@@ -213,10 +214,12 @@ def guard_bases(cls: type) -> None:
 
 
 def reaches_users(cls: type) -> bool:
-    """Whether a call on an instance of *cls* can reach a user's method, or a base's ``__replace__`` (a dataclass
-    whose own a user deleted): rule 2 then holds for its bases."""
+    """Whether a call on an instance of *cls* can reach a user's method, or a base's ``__replace__`` past a
+    dataclass whose own a user deleted: rule 2 then holds for its bases."""
     mro = cls.__mro__
-    return id(cls) in DISOWNED or any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES)
+    if DISOWNED and any(id(klass) in DISOWNED for klass in mro):
+        return True  # a call may pass a class whose own __replace__ was deleted, on to a base's generated one
+    return any(_next_users(mro, 0, name) is not None for name in METHOD_NAMES)
 
 
 def put_back(cls: type, name: str, generated: object, found: object, guarded: bool) -> None:

@@ -1221,6 +1221,51 @@ def test_a_subclass_decorated_after_its_init_changed_owns_its_replace():
         assert (mid.x, leaf.x, type(leaf).__name__) == (5, 5, "Leaf")
 
 
+def test_a_diamond_past_a_class_whose_own_replace_was_deleted_reaches_the_other_bases_for_its_own_fields():
+    # E(B, D), undecorated: once B's own __replace__ was deleted, a call went on to D's generated code, made for
+    # D's fields, which passed D's f4 as E's f1 (found by an outside tester).
+    def steps(root):
+        @dataclass
+        class A(root):
+            f0: int = 0
+
+        @dataclass
+        class B(A):
+            f1: int = 1
+
+        @dataclass
+        class D(A):
+            f4: int = 4
+
+        class E(B, D):
+            pass
+
+        if "__replace__" in vars(B):  # before 3.13 a plain dataclass has none
+            del B.__replace__
+        return _replaced(E(), f0=99), _replaced(B(), f0=98)
+
+    replaced, _ = _same_with_and_without_metakit(steps)
+    assert (replaced.f0, replaced.f1) == (99, 1)
+
+
+def test_fields_set_by_hand_give_no_replace_of_its_own_in_front_of_a_users():
+    # An undecorated subclass given __dataclass_fields__ by hand: dataclasses writes it no __replace__, so a
+    # user's on the base still runs for it (3.13+ took it for a decorated class; found by an outside tester).
+    def steps(root):
+        @dataclass
+        class A(root):
+            x: int = 0
+
+        class B(A):
+            pass
+
+        B.__dataclass_fields__ = dict(A.__dataclass_fields__)
+        A.__replace__ = lambda self, /, **changes: ("the user's", type(self).__name__)
+        return B().__replace__(x=5)
+
+    assert _same_with_and_without_metakit(steps) == ("the user's", "B")
+
+
 def test_plain_subclass_decorated_later_gets_its_own_fields():
     # DESIGN: "Every class it creates that is, or becomes, a dataclass gets ... written for its own fields."
     @dataclass
