@@ -559,7 +559,7 @@ class _Additions:
             if source is not None and source.resolve(written)[0] in _SELF:
                 # In a TypedDict, Self would be the TypedDict: the instance's class is *cls*.
                 return UnboundType(cls.__qualname__, [_unbound(p) for p in _arguments(cls)])
-            if head in nested and source is not None and source.resolve(head)[1] is None:
+            if head in nested:  # the class body binds it: in the class scope it shadows the module's
                 written = f"{klass.__qualname__}.{written}"
             return naming(written)
 

@@ -512,6 +512,8 @@ def test_final_annotated_and_nested_class_fields_give_types_a_typed_dict_can_hol
         from typing import Annotated, Final, List
         from metakit import ZeroCopy
 
+        Ids = List[str]  # shadowed in the class body, where the field's annotation is read
+
         @dataclass
         class Holder(ZeroCopy):
             class Kind(enum.Enum):
