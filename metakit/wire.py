@@ -69,6 +69,7 @@ This module imports torch and msgspec, and needs no numpy.
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import ctypes
 import datetime
@@ -85,7 +86,7 @@ import types
 import warnings
 import weakref
 import zlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, ClassVar, Final, NamedTuple, NoReturn, cast
 
@@ -2228,27 +2229,24 @@ class _Reader:
         typed reading was stricter than this one), this returns, and the
         general way reads them.
         """
-        made = self.records[mark[2] :]
-        self.rewind(mark)
-        try:
-            items: object = _ITEMS.decode(raw)
-        except msgspec.ValidationError:
-            items = None  # not an array
-        values = _one_per_name(items, builder.names, cls, where)
         unchecked = {checked.position for checked in builder.checked}
-        outer, self.replaying = self.replaying, (made[::-1], None)
         try:
-            for position, (name, item) in enumerate(zip(builder.names, values, strict=True)):
+            with self.replay(mark, None):
                 try:
-                    value = self.decode(item)
-                except _Mismatched:
-                    raise
-                except WireError as error:
-                    raise _Mismatched.at(cls, name, error) from None
-                if position not in unchecked:
-                    _field(cls, name, value)
+                    items: object = _ITEMS.decode(raw)
+                except msgspec.ValidationError:
+                    items = None  # not an array
+                values = _one_per_name(items, builder.names, cls, where)
+                for position, (name, item) in enumerate(zip(builder.names, values, strict=True)):
+                    try:
+                        value = self.decode(item)
+                    except _Mismatched:
+                        raise
+                    except WireError as error:
+                        raise _Mismatched.at(cls, name, error) from None
+                    if position not in unchecked:
+                        _field(cls, name, value)
         finally:
-            self.replaying = outer
             self.rewind(mark)
 
     def locate(
@@ -2260,14 +2258,11 @@ class _Reader:
         until one raises: the same error, now named by its field.  A record
         made in the first reading is not made again (its ``__init__`` runs once).
         """
-        made = self.records[mark[2] :]
-        self.rewind(mark)
-        try:
-            items = _ITEMS.decode(raw)
-        except Exception:  # not an array of values: no field to name
-            return error
-        outer, self.replaying = self.replaying, (made[::-1], error)
-        try:
+        with self.replay(mark, error):
+            try:
+                items = _ITEMS.decode(raw)
+            except Exception:  # not an array of values: no field to name
+                return error
             for name, item in zip(names, items, strict=False):
                 try:
                     self.decode(item)
@@ -2276,6 +2271,16 @@ class _Reader:
                 except WireError as again:
                     return _Mismatched.at(cls, name, again)
             return error
+
+    @contextlib.contextmanager
+    def replay(self, mark: tuple[int, list[int], int], error: WireError | None) -> Iterator[None]:
+        """Read again from *mark*: each record made since is handed out again where it was made (see
+        ``replaying``, which *error* completes)."""
+        made = self.records[mark[2] :]
+        self.rewind(mark)
+        outer, self.replaying = self.replaying, (made[::-1], error)
+        try:
+            yield
         finally:
             self.replaying = outer
 
