@@ -28,7 +28,8 @@ ARGS ?=
 # With METAKIT_NO_SKIPS=1 a skipped test fails the run (tests/conftest.py).
 # The tests run in worker processes (pytest-xdist), one a core up to four;
 # worksteal evens out the few long tests.  `ARGS="-n 0"` runs them in one.
-XDIST := --numprocesses=auto --maxprocesses=4 --dist=worksteal
+# Each run ends with its ten slowest tests, so that a CI log shows where the time went.
+XDIST := --numprocesses=auto --maxprocesses=4 --dist=worksteal --durations=10
 PYTEST := METAKIT_NO_SKIPS=1 $(PY) -m pytest $(XDIST)
 
 step = @echo && echo "=== $(1)"

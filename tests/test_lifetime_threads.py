@@ -644,9 +644,12 @@ def test_threads_create_die_traceback_checkcache_gc():
             assert all(isinstance(c, ZeroCopyFields) for c in metakit.zerocopy_classes())
 
     def collector():
+        # Waits twice as long as a collection took: with torch or mypy loaded, one takes tens of milliseconds,
+        # and back to back they would leave the creators no time.
         while not stop.is_set():
+            started = time.perf_counter()
             gc.collect()
-            stop.wait(0.01)
+            stop.wait(max(0.01, 2 * (time.perf_counter() - started)))
 
     errors = _run_threads([(creator, i) for i in range(4)] + [(checker,)] * 3 + [(collector,)])
     stop.set()
