@@ -211,15 +211,25 @@ def _union(options: list[_Spec]) -> _Spec:
     )
 
 
+def _checked_items(value: Iterable[object]) -> Iterable[object]:
+    """The items of *value* that a check of each must see: a str's distinct characters, else all of them.
+
+    A str's items are strs of one character, which every check judges by their value alone: a str of
+    a million characters costs the checks of the few it holds, not a million (a peer chooses its length).
+    """
+    return set(value) if isinstance(value, str) else value
+
+
 def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
     item_check, kinds = item.check, item.kinds
 
     def each(value: object) -> bool:
-        return isinstance(value, container) and all(map(item_check, value))  # type: ignore[call-overload]
+        return isinstance(value, container) and all(map(item_check, _checked_items(value)))  # type: ignore[arg-type]
 
     def of_kinds(value: object) -> bool:  # list[int], the usual list: the items' types gathered in C
         return isinstance(value, container) and (
-            kinds.issuperset(map(type, value)) or all(map(item_check, value))  # type: ignore[call-overload]
+            kinds.issuperset(map(type, value))  # type: ignore[call-overload]
+            or all(map(item_check, _checked_items(value)))  # type: ignore[arg-type]
         )
 
     check = of_kinds if kinds else each
@@ -235,6 +245,10 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
 
 def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismatch | None:
     """The first of *values* that *item* refuses, named by its index after *path*; or ``None``."""
+    if isinstance(values, str):  # each distinct character checked once, as _checked_items does
+        refused = {char for char in set(values) if not item.check(char)}
+        index = next((index for index, char in enumerate(values) if char in refused), None)
+        return None if index is None else item.explain(values[index], f"{path}[{index}]")
     for index, one in enumerate(values):
         found = item.explain(one, f"{path}[{index}]")
         if found is not None:
@@ -254,7 +268,7 @@ def _iterable(abc: type, item: _Spec, name: str) -> _Spec:
     def check(value: object) -> bool:
         if not isinstance(value, abc):
             return False
-        return not isinstance(value, _ITERATED) or all(map(item_check, value))
+        return not isinstance(value, _ITERATED) or all(map(item_check, _checked_items(value)))
 
     def explain(value: object, path: str) -> _Mismatch | None:
         if not isinstance(value, abc):
@@ -376,13 +390,13 @@ _RECUR: Final[Any] = object()
 
 def _once(key: tuple[object, ...], value: object, work: Callable[[], _T], meanwhile: _T = _RECUR) -> _T:
     """``work()`` on *value*, done once per *key* and *value* while the outermost call here runs (which keeps
-    each *value* alive: a str's characters are made as they are read).  Met again while its work runs, it
-    is *meanwhile*, if given; else its work runs again."""
+    each *value* alive).  A str is told by its text, not its identity: its characters are made anew each
+    time it is read.  Met again while its work runs, it is *meanwhile*, if given; else its work runs again."""
     results: dict[tuple[object, ...], Any] | None = getattr(_results, "made", None)
     outermost = results is None
     if results is None:
         results = _results.made = {}
-    key = (*key, id(value))
+    key = (*key, value if type(value) is str else id(value))
     try:
         if key not in results:
             if meanwhile is not _RECUR:
