@@ -73,6 +73,7 @@ import contextlib
 import copyreg
 import ctypes
 import datetime
+import hashlib
 import inspect
 import io
 import math
@@ -1943,7 +1944,7 @@ class _Reader:
         try:
             record = self.record(data, "a record inside a field value")
         except _Mismatched as error:
-            error.body = bytes(data)  # for the record that holds this one, to say where it lies
+            error.body = _fingerprint(data)  # for the record that holds this one, to say where it lies
             raise
         self.records.append(record)
         return record
@@ -2340,16 +2341,16 @@ class _Mismatched(WireError):
     """A field value that is not plain data, does not match the field's annotation, or cannot be read.
 
     Its *reason* names the value's *path* in the record of class *qualname*
-    (``$.name``).  A record inside another one's value sets *body*, its
-    bytes, on the way out, so that the record that holds it can say where
-    it lies (``$.inner.name``), as msgspec would.
+    (``$.name``).  A record inside another one's value sets *body*, the
+    ``_fingerprint`` of its bytes, on the way out, so that the record that
+    holds it can say where it lies (``$.inner.name``), as msgspec would.
     """
 
     def __init__(self, qualname: str, reason: str, path: str) -> None:
         super().__init__(f"{qualname}: {reason}")
         self.reason = reason
         self.path = path
-        self.body: bytes | None = None
+        self.body: tuple[int, bytes] | None = None
 
     @classmethod
     def at(cls, record: type, name: str, error: WireError) -> _Mismatched:
@@ -2397,18 +2398,30 @@ def _inside(error: _Mismatched, raw: msgspec.Raw, names: tuple[str, ...], cls: t
     return error if place is None else error.within(cls.__qualname__, place)
 
 
-def _place_of(body: bytes, raw: msgspec.Raw, names: tuple[str, ...]) -> str | None:
-    """Where the record whose bytes are *body* lies in the values *raw* of fields *names*: ``$.name[2]``.
+def _fingerprint(body: memoryview) -> tuple[int, bytes]:
+    """What tells a record's bytes *body* from others: its size and a digest of them.
+
+    Not a copy: an error passes it out through every record that holds the
+    one it came from, and a copy at each level would hold dozens of times
+    the header.
+    """
+    return len(body), hashlib.sha256(body).digest()  # sha256 is done in hardware on most CPUs: the fastest here
+
+
+def _place_of(body: tuple[int, bytes], raw: msgspec.Raw, names: tuple[str, ...]) -> str | None:
+    """Where the record whose bytes have the fingerprint *body* lies in the values *raw* of fields *names*:
+    ``$.name[2]``.
 
     The values are read again with no record made and no tensor placed:
     each record is its bytes, and the first with these bytes is the one
     (it was read first).  ``None`` if none is.
     """
     found = object()
+    size = body[0]
 
     def extension(code: int, data: memoryview) -> object:
         if code == _RECORD:
-            return found if data == body else None
+            return found if len(data) == size and _fingerprint(data) == body else None
         if code == _TUPLE:
             items = reading.decode(data)
             return tuple(items) if type(items) is list else None

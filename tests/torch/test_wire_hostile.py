@@ -29,6 +29,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import tracemalloc
 import types
 import warnings
 import zlib
@@ -924,6 +925,36 @@ def _nested(levels: int, kind: str) -> Any:
         else:
             value = msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode([class_name, digest, None, [value]]))
     return value
+
+
+@dataclass
+class OneInt(ZeroCopy):
+    value: int = 0
+
+
+@pytest.mark.parametrize("wrong", ["value", "class"])
+def test_a_record_refused_deep_inside_others_costs_no_copy_of_it_per_level(wrong: str) -> None:
+    # To say where a refused record lay, each record around it kept a copy of its bytes, held until the
+    # error was gone: a header of 2 MB refused 60 records deep held 60 copies of it.
+    class_name, digest = _split(wire.pack(OneInt())[0])[1][:2]
+    if wrong == "class":
+        class_name = f"{__name__}:NoSuchClass"
+    value: Any = msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode([class_name, digest, None, [bytes(2 << 20)]]))
+    around, around_digest = _split(wire.pack(Anything(None))[0])[1][:2]
+    for _ in range(59):
+        value = msgspec.msgpack.Ext(_RECORD, msgspec.msgpack.encode([around, around_digest, None, [value]]))
+    header, _ = _edited(Anything(None), lambda body: body[3].__setitem__(0, value))
+    tracemalloc.start()
+    try:
+        error = _refused(header, [bytearray(0)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(header), (peak, len(header))
+    if wrong == "value":
+        assert str(error).startswith(f"Anything: Expected `int`, got `bytes` - at `$.value{'.value' * 60}`")
+    else:
+        assert "NoSuchClass" in str(error)
 
 
 @pytest.mark.parametrize("kind", ["list", "tuple", "record"])
