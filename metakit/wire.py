@@ -2009,6 +2009,8 @@ class _Reader:
         if not nbytes:
             if kind != _NEW or reference or offset:
                 raise WireError(f"tensor {index} has no elements, so lies in no buffer, but its spec places it")
+            if written and strides != _contiguous_strides(shape):  # torch takes every empty tensor as contiguous
+                raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
             return self.empty(index, device, dtype, shape, strides, flags)
         if kind == _NEW:
             buffer = reference

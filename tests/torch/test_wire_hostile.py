@@ -1628,6 +1628,10 @@ _COMPLEX32 = 10
         (_tensor_ext(_FLOAT32, 0, 0, 7, 0, [0], [1]), "no elements"),
         (_tensor_ext(_FLOAT32, 0, 0, 0, 12345, [0], [1]), "no elements"),
         (_tensor_ext(_FLOAT32, 0, 1, 0, 999, [0], [1]), "no elements"),
+        # torch takes every empty tensor as contiguous, so none is sent with other strides: strides of 0
+        # under sizes near 2^62 made a tensor that torch's own operations could not handle (an outside tester).
+        (_tensor_ext(_FLOAT32, 0, 0, 0, 0, [0, 3], [0, 0]), r"strides \(0, 0\) that a sender never sends"),
+        (_tensor_ext(_FLOAT32, 0, 0, 0, 0, [0, (1 << 62) - 1, (1 << 62) - 1], [0, 0, 0]), "that a sender never"),
     ],
 )
 def test_a_tensor_spec_that_a_sender_never_writes_is_refused_naming_its_field(
