@@ -1944,7 +1944,7 @@ class _Reader:
         try:
             record = self.record(data, "a record inside a field value")
         except _Mismatched as error:
-            error.body = _fingerprint(data)  # for the record that holds this one, to say where it lies
+            error.fingerprint = _fingerprint(data)  # for the record that holds this one, to say where it lies
             raise
         self.records.append(record)
         return record
@@ -2343,8 +2343,8 @@ class _Mismatched(WireError):
     """A field value that is not plain data, does not match the field's annotation, or cannot be read.
 
     Its *reason* names the value's *path* in the record of class *qualname*
-    (``$.name``).  A record inside another one's value sets *body*, the
-    ``_fingerprint`` of its bytes, on the way out, so that the record that
+    (``$.name``).  A record inside another one's value sets *fingerprint*,
+    the ``_fingerprint`` of its bytes, on the way out, so that the record that
     holds it can say where it lies (``$.inner.name``), as msgspec would.
     """
 
@@ -2352,7 +2352,7 @@ class _Mismatched(WireError):
         super().__init__(f"{qualname}: {reason}")
         self.reason = reason
         self.path = path
-        self.body: tuple[int, bytes] | None = None
+        self.fingerprint: tuple[int, bytes] | None = None
 
     @classmethod
     def at(cls, record: type, name: str, error: WireError) -> _Mismatched:
@@ -2396,7 +2396,7 @@ def _inside(error: _Mismatched, raw: msgspec.Raw, names: tuple[str, ...], cls: t
     From a record inside one of them, its path becomes the path from this
     record; one of this record's own is as it was.
     """
-    place = None if error.body is None else _place_of(error.body, raw, names)
+    place = None if error.fingerprint is None else _place_of(error.fingerprint, raw, names)
     return error if place is None else error.within(cls.__qualname__, place)
 
 
@@ -2410,8 +2410,8 @@ def _fingerprint(body: memoryview) -> tuple[int, bytes]:
     return len(body), hashlib.sha256(body).digest()  # sha256 is done in hardware on most CPUs: the fastest here
 
 
-def _place_of(body: tuple[int, bytes], raw: msgspec.Raw, names: tuple[str, ...]) -> str | None:
-    """Where the record whose bytes have the fingerprint *body* lies in the values *raw* of fields *names*:
+def _place_of(fingerprint: tuple[int, bytes], raw: msgspec.Raw, names: tuple[str, ...]) -> str | None:
+    """Where the record whose bytes have the *fingerprint* lies in the values *raw* of fields *names*:
     ``$.name[2]``.
 
     The values are read again with no record made and no tensor placed:
@@ -2419,11 +2419,11 @@ def _place_of(body: tuple[int, bytes], raw: msgspec.Raw, names: tuple[str, ...])
     (it was read first).  ``None`` if none is.
     """
     found = object()
-    size = body[0]
+    size = fingerprint[0]
 
     def extension(code: int, data: memoryview) -> object:
         if code == _RECORD:
-            return found if len(data) == size and _fingerprint(data) == body else None
+            return found if len(data) == size and _fingerprint(data) == fingerprint else None
         if code == _TUPLE:
             items = reading.decode(data)
             return tuple(items) if type(items) is list else None
