@@ -1612,7 +1612,7 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
     if held is None:
         return None
     sizes, views = held
-    read = _usual_values(whole[_TABLES[len(buffers)].size :])
+    read = _usual_values(header, whole, _TABLES[len(buffers)].size)
     if read is None:
         return None
     cls, builder, values = read
@@ -1626,9 +1626,62 @@ def _unpack_usual(header: bytes | bytearray, buffers: Sequence[Any]) -> object:
         raise WireError(f"{cls.__qualname__}(...) raised {_first_line(error)}") from None
 
 
-def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
-    """The class of the usual record *body*, its builder, and its values as the builder's ``usual`` decoder reads
-    them; else ``None``."""
+class _Named(NamedTuple):
+    """The class that the last usual record ``unpack`` read named, and the bytes that named it."""
+
+    start: bytes
+    """The body's first bytes, before its values: ``[class, digest, None,`` in msgpack."""
+    module: str
+    qualname: str
+    cls: weakref.ref[type]
+    codec: _Codec
+
+
+_last_named: _Named | None = None
+"""An engine receives records of one class step after step: a body that starts with the same bytes as the last
+names the same class, while its module still holds that class under that name and its codec is the same.  Then its
+values are read at once, without reading the class's name, its digest and, to find where they end, the values
+again (a list of 256 ints takes as long to pass over as to read)."""
+
+
+def _usual_values(header: bytes | bytearray, whole: memoryview, start: int) -> tuple[type, Builder, list[Any]] | None:
+    """The class of the usual record whose body lies at *start* of *header* (held by *whole*), its builder, and
+    its values as the builder's ``usual`` decoder reads them; else ``None``."""
+    named = _named_again(header, whole, start) or _named(whole[start:])
+    if named is None:
+        return None
+    cls, codec, raw = named
+    builder = codec.builder(cls)
+    if builder is None or builder.usual is None:
+        return None
+    try:
+        return cls, builder, list(builder.usual.decode(raw))
+    except Exception:  # msgspec's ValidationError or DecodeError
+        return None
+
+
+def _named_again(header: bytes | bytearray, whole: memoryview, start: int) -> tuple[type, _Codec, memoryview] | None:
+    """The class and codec of the usual record whose body lies at *start* of *header* (held by *whole*), and the
+    bytes of its values, if the body starts as the last one did (``_last_named``) and names the same class still;
+    else ``None``."""
+    named = _last_named
+    if named is None or not header.startswith(named.start, start):
+        return None
+    cls = named.cls()
+    if (
+        cls is None
+        or _named_in(sys.modules.get(named.module), named.qualname) is not cls
+        or _codecs.get(id(cls)) is not named.codec
+        or named.codec.made_for != _made_for(cls)
+    ):
+        return None
+    return cls, named.codec, whole[start + len(named.start) :]
+
+
+def _named(body: memoryview) -> tuple[type, _Codec, msgspec.Raw] | None:
+    """The class and codec of the usual record *body*, and the bytes of its values; else ``None``.  Remembered as
+    ``_last_named``."""
+    global _last_named  # noqa: PLW0603  # replaced whole, which no other thread can see half done
     try:
         name, digest, positions, raw = _BODY.decode(body)
         module, colon, qualname = name.partition(":")
@@ -1636,15 +1689,10 @@ def _usual_values(body: memoryview) -> tuple[type, Builder, list[Any]] | None:
     except Exception:  # bytes that are not the format, or no such class: the general way says which
         return None
     codec = None if cls is None else _codecs.get(id(cls))
-    if codec is None or digest != codec.digest or codec.made_for != _made_for(cls):
+    if cls is None or codec is None or digest != codec.digest or codec.made_for != _made_for(cls):
         return None
-    builder = codec.builder(cls)  # type: ignore[arg-type]
-    if builder is None or builder.usual is None:
-        return None
-    try:
-        return cls, builder, list(builder.usual.decode(raw))  # type: ignore[return-value]
-    except Exception:  # msgspec's ValidationError or DecodeError
-        return None
+    _last_named = _Named(bytes(body[: len(body) - len(raw)]), module, qualname, weakref.ref(cls), codec)
+    return cls, codec, raw
 
 
 def _usual_buffers(header: memoryview, buffers: Sequence[Any]) -> tuple[tuple[int, ...], list[memoryview]] | None:

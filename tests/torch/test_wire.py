@@ -123,15 +123,36 @@ def _assert_equal_tensors(got: Any, want: Any) -> None:
     assert torch.equal(got, want)
 
 
+def _assert_arrived(got: Any, record: Any) -> None:
+    assert type(got) is type(record)
+    for name, value in record.asdict_zerocopy().items():
+        if isinstance(value, torch.Tensor):
+            _assert_equal_tensors(getattr(got, name), value)
+        else:
+            assert getattr(got, name) == value, name
+
+
 def test_example_records_round_trip() -> None:
     for record in example_records():
-        got = _roundtrip(record)
-        assert type(got) is type(record)
-        for name, value in record.asdict_zerocopy().items():
-            if isinstance(value, torch.Tensor):
-                _assert_equal_tensors(getattr(got, name), value)
-            else:
-                assert getattr(got, name) == value, name
+        _assert_arrived(_roundtrip(record), record)
+
+
+def test_records_of_one_class_in_a_row_and_of_classes_taking_turns_arrive_as_sent() -> None:
+    # For records of one class in a row, as an engine sends them step after step, the receiver reads the bytes
+    # that name the class once: each record must still arrive as its own class, with its own values.
+    first, *others = example_records()
+    steps = [make_flash_attention_metadata(num_seqs=seqs, seq_len=16) for seqs in (1, 2, 3)]
+    for record in [first, first, *others, first, *steps, *others, *steps, first]:
+        _assert_arrived(_roundtrip(record), record)
+
+
+def test_a_record_that_starts_as_the_last_one_did_is_read_in_full() -> None:
+    header, buffers = wire.pack(make_flash_attention_metadata(num_seqs=2, seq_len=4))
+    wire.unpack(header, buffers)  # the receiver now knows how such a record starts
+    with pytest.raises(WireError, match="trailing characters"):
+        wire.unpack(header + b"\xc0", buffers)
+    with pytest.raises(WireError, match="truncated"):
+        wire.unpack(header[:-1], buffers)
 
 
 def test_received_tensors_are_views_of_the_writable_buffers() -> None:
@@ -999,6 +1020,36 @@ def test_a_class_its_module_holds_by_name_wins_over_an_older_one_of_that_name(
     header, buffers = wire.pack(new(3))
     got = wire.unpack(header, buffers)
     assert type(got) is new, "the class the module holds, as pickle would find it"
+
+
+def test_a_record_whose_class_was_defined_again_since_the_last_is_of_the_class_its_module_holds_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The receiver reads the name of a class once for records of it in a row: a class defined again under that
+    # name (a module reloaded) between two such records must be the one the next record gets.
+    module = types.ModuleType("metakit_test_defined_again")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+
+    def define() -> type:
+        @dataclass
+        class Again(ZeroCopy):
+            x: int
+
+        Again.__module__ = module.__name__
+        Again.__qualname__ = "Again"
+        module.Again = Again  # type: ignore[attr-defined]
+        return Again
+
+    first = define()
+    header, buffers = wire.pack(first(3))
+    assert type(wire.unpack(header, buffers)) is first
+    second = define()
+    got = wire.unpack(header, buffers)  # the same bytes, which name the class by its module and name
+    assert type(got) is second
+    assert got.x == 3
+    module.Again = None  # type: ignore[attr-defined]  # and now neither: two live classes bear the name
+    with pytest.raises(WireError, match="2 dataclasses made by ZeroCopyFields are named metakit_test_defined_again"):
+        wire.unpack(header, buffers)
 
 
 class _AllEqualMeta(ZeroCopyFields):
