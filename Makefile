@@ -16,6 +16,10 @@
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
+# Each test run starts a hundred Pythons and has pytest rewrite the asserts of every test module in every worker
+# (about 7 s a run): where the environment says not to write bytecode, the next run would do it all again.
+# What they compile goes to __pycache__, which git ignores and the package leaves out.
+unexport PYTHONDONTWRITEBYTECODE
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory
 
