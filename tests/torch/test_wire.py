@@ -435,6 +435,39 @@ def test_a_view_of_a_tensor_sent_before_it_arrives_as_a_view() -> None:
     assert got.values["every_other"][2] == -1
 
 
+@dataclass
+class TwoTensors(ZeroCopy):
+    first: torch.Tensor
+    second: torch.Tensor
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "shared"),
+    [
+        (lambda parent: parent, lambda parent: parent[4:], True),
+        (lambda parent: parent[2:], lambda parent: parent[4:].view(torch.int32), True),
+        (lambda parent: parent[4:], lambda parent: parent, False),
+        (lambda parent: parent[:4], lambda parent: parent[4:8], False),
+    ],
+    ids=["a view after its parent", "a view of another dtype", "a view before its parent", "two apart"],
+)
+def test_tensor_fields_that_share_memory_arrive_sharing_it_where_the_first_holds_the_second(
+    first: Callable[[torch.Tensor], torch.Tensor], second: Callable[[torch.Tensor], torch.Tensor], shared: bool
+) -> None:
+    # Contiguous tensors in fields of their own, as a record usually holds them: those of one storage, found by
+    # where each one's storage starts, go the general way, which sends a view of a tensor sent before it as a view.
+    _roundtrip(TwoTensors(torch.zeros(1), torch.ones(1)))  # the class's first record makes its codec
+    parent = torch.arange(24, dtype=torch.int64)
+    record = TwoTensors(first(parent), second(parent))
+    got = _roundtrip(record)
+    _assert_arrived(got, record)
+    got.first.view(torch.int64)[-1] = -1
+    expected = record.second.clone()
+    if shared:
+        expected.view(torch.int64)[-1] = -1
+    _assert_equal_tensors(got.second, expected)
+
+
 def test_a_view_whose_elements_overlap_arrives_contiguous_in_memory_of_its_own() -> None:
     parent = torch.arange(6)
     expanded = parent[:3].expand(2, 3)
