@@ -1032,23 +1032,25 @@ def test_a_pickled_value_from_a_module_the_receiver_never_imported_is_refused_th
             process.kill()
 
 
+def _define_in(module: types.ModuleType, qualname: str) -> Any:
+    """A new record class of one field, ``x: int``, that *module* holds under *qualname*, as a reloaded module would."""
+
+    @dataclass
+    class Defined(ZeroCopy):
+        x: int
+
+    Defined.__module__ = module.__name__
+    Defined.__qualname__ = qualname
+    setattr(module, qualname, Defined)
+    return Defined
+
+
 def test_a_class_its_module_holds_by_name_wins_over_an_older_one_of_that_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     module = types.ModuleType("metakit_test_redefined")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-
-    def define() -> type:
-        @dataclass
-        class Redefined(ZeroCopy):
-            x: int
-
-        Redefined.__module__ = module.__name__
-        Redefined.__qualname__ = "Redefined"
-        module.Redefined = Redefined  # type: ignore[attr-defined]
-        return Redefined
-
-    old, new = define(), define()
+    old, new = _define_in(module, "Redefined"), _define_in(module, "Redefined")
     assert old in zerocopy_classes(), "the older class must be alive for this case"
     header, buffers = wire.pack(new(3))
     got = wire.unpack(header, buffers)
@@ -1062,22 +1064,11 @@ def test_a_record_whose_class_was_defined_again_since_the_last_is_of_the_class_i
     # name (a module reloaded) between two such records must be the one the next record gets.
     module = types.ModuleType("metakit_test_defined_again")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-
-    def define() -> type:
-        @dataclass
-        class Again(ZeroCopy):
-            x: int
-
-        Again.__module__ = module.__name__
-        Again.__qualname__ = "Again"
-        module.Again = Again  # type: ignore[attr-defined]
-        return Again
-
-    first = define()
+    first = _define_in(module, "Again")
     header, buffers = wire.pack(first(3))
     assert type(wire.unpack(header, buffers)) is first
-    second = define()
-    got = wire.unpack(header, buffers)  # the same bytes, which name the class by its module and name
+    second = _define_in(module, "Again")
+    got: Any = wire.unpack(header, buffers)  # the same bytes, which name the class by its module and name
     assert type(got) is second
     assert got.x == 3
     module.Again = None  # type: ignore[attr-defined]  # and now neither: two live classes bear the name
