@@ -84,7 +84,8 @@ class Usual(NamedTuple):
     parts: list[memoryview | bytes]
     """The shared buffer's bytes in order: each small tensor's, then zeros up to the next multiple of ``ALIGN``."""
     held: list[object]
-    """The small tensors, which keep their bytes alive until *parts* are joined."""
+    """The small tensors' storages, which keep their bytes alive until *parts* are joined: the storages, not the
+    tensors, since a finalizer that runs meanwhile may give a tensor another storage (``set_``) and free the old."""
     nbytes: int
     """The size of the shared buffer."""
     own: list[tuple[torch.Tensor, int]]
@@ -266,12 +267,12 @@ def _usual_value(index: int, passing: frozenset[type], lists: frozenset[type]) -
             f"        address = {value}.data_ptr()",
             "        if not 0 < nbytes < U32 or end >= U32 or len(shape) > MAX_DIMS:",
             "            return None",
-            # Where its storage starts: one call, where asking for the storage makes an object and calls again.
-            f"        starts.append(address - {value}.storage_offset() * itemsizes[code])",
+            f"        storage = {value}.untyped_storage()",
+            "        starts.append(storage.data_ptr())",
             "        if nbytes < own_below:",
             "            pad = -nbytes % ALIGN",
             "            parts += (MEMORY[address : address + nbytes], PADS[pad])",
-            f"            held.append({value})",
+            "            held.append(storage)",
             f"            {value} = Ext(TENSOR, {_spec('0', 'end')})",
             "            end += nbytes + pad",
             "        else:",

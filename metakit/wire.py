@@ -312,7 +312,6 @@ and a buffer of known size are ever read or written through it.
 _BYTES: Final = frozenset({memoryview, bytearray})
 _USUAL_TABLES: Final = {
     "real_codes": {dtype: code for dtype, code in _TENSOR_DTYPE_CODES.items() if not dtype.is_complex},
-    "itemsizes": _ITEMSIZES,
     "specs": [_USUAL_SPECS[_USUAL_SIZE + 4 * ndim] for ndim in range(_MAX_DIMS + 1)],
     "tags": _USUAL_TAGS,
     "one": _USUAL_1D,
