@@ -1110,13 +1110,15 @@ def adds_to_skip_fields(self, skip_fields=None):
     return super(type(self), self).asdict_zerocopy(skip_fields)
 
 
-_cached: dict[int, dict[str, object]] = {}
+_cached: dict[int, tuple[object, dict[str, object]]] = {}
+"""``returns_one_dict``'s dicts, by instance, each with its instance: one that died would leave its address to a
+later instance, which would get its dict."""
 
 
 def returns_one_dict(self, skip_fields=None):
     if skip_fields is not None:
         return super(type(self), self).asdict_zerocopy(skip_fields)
-    return _cached.setdefault(id(self), super(type(self), self).asdict_zerocopy())
+    return _cached.setdefault(id(self), (self, super(type(self), self).asdict_zerocopy()))[1]
 
 
 def returns_a_mapping_proxy(self, skip_fields=None):
