@@ -1085,14 +1085,19 @@ def test_an_override_that_passes_skip_fields_on_takes_what_the_one_it_calls_take
     check(PassesSetsOn(1))
 
 
-_MEMO: dict[tuple[int, frozenset[str]], dict[str, object]] = {}
+_MEMO: dict[tuple[int, frozenset[str] | None], tuple[object, dict[str, object]]] = {}
+"""The dicts of the overrides that return one dict again and again, by instance and ``skip_fields``, each with its
+instance: one that died would leave its address to a later instance, which would get its dict."""
+
+
+def _one_dict(self, names: frozenset[str] | None) -> dict[str, object]:
+    return _MEMO.setdefault((id(self), names), (self, super(type(self), self).asdict_zerocopy(names)))[1]
 
 
 def keeps_one_dict_per_skip(self, skip_fields=None):
     if skip_fields is None:
         return super(type(self), self).asdict_zerocopy()
-    names = frozenset(skip_fields)
-    return _MEMO.setdefault((id(self), names), super(type(self), self).asdict_zerocopy(names))
+    return _one_dict(self, frozenset(skip_fields))
 
 
 def removes_from_skip_fields(self, skip_fields=None):
@@ -1110,15 +1115,10 @@ def adds_to_skip_fields(self, skip_fields=None):
     return super(type(self), self).asdict_zerocopy(skip_fields)
 
 
-_cached: dict[int, tuple[object, dict[str, object]]] = {}
-"""``returns_one_dict``'s dicts, by instance, each with its instance: one that died would leave its address to a
-later instance, which would get its dict."""
-
-
 def returns_one_dict(self, skip_fields=None):
     if skip_fields is not None:
         return super(type(self), self).asdict_zerocopy(skip_fields)
-    return _cached.setdefault(id(self), (self, super(type(self), self).asdict_zerocopy()))[1]
+    return _one_dict(self, None)
 
 
 def returns_a_mapping_proxy(self, skip_fields=None):
