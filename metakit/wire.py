@@ -569,10 +569,17 @@ leaves when its class is collected."""
 
 
 def _codec(cls: type) -> _Codec:
-    codec = _codecs.get(id(cls))
-    if codec is None or codec.made_for != _made_for(cls):
+    """The codec of the record class *cls*, made now if it has none that is current."""
+    codec = _current_codec(cls)
+    if codec is None:
         codec = _codecs[id(cls)] = _Codec(cls)
     return codec
+
+
+def _current_codec(cls: type) -> _Codec | None:
+    """The codec of *cls*, if it has one made for the class as it is now (``_made_for``); else ``None``."""
+    codec = _codecs.get(id(cls))
+    return None if codec is None or codec.made_for != _made_for(cls) else codec
 
 
 def _made_for(cls: Any) -> tuple[object, ...]:
@@ -1409,8 +1416,8 @@ def _pack_usual(obj: object) -> Packed | None:
     way checks it is a record, and makes its codec.
     """
     cls = type(obj)
-    codec = _codecs.get(id(cls))
-    if codec is None or codec.made_for != _made_for(cls):
+    codec = _current_codec(cls)
+    if codec is None:
         return None
     encoder = codec.encoder(cls)
     if encoder is None or not encoder.serves(obj):
@@ -1671,8 +1678,7 @@ def _named_again(header: bytes | bytearray, whole: memoryview, start: int) -> tu
     if (
         cls is None
         or _named_in(sys.modules.get(named.module), named.qualname) is not cls
-        or _codecs.get(id(cls)) is not named.codec
-        or named.codec.made_for != _made_for(cls)
+        or _current_codec(cls) is not named.codec
     ):
         return None
     return cls, named.codec, whole[start + len(named.start) :]
@@ -1688,8 +1694,8 @@ def _named(body: memoryview) -> tuple[type, _Codec, msgspec.Raw] | None:
         cls = resolve(module, qualname) if positions is None and colon else None
     except Exception:  # bytes that are not the format, or no such class: the general way says which
         return None
-    codec = None if cls is None else _codecs.get(id(cls))
-    if cls is None or codec is None or digest != codec.digest or codec.made_for != _made_for(cls):
+    codec = None if cls is None else _current_codec(cls)
+    if cls is None or codec is None or digest != codec.digest:
         return None
     _last_named = _Named(bytes(body[: len(body) - len(raw)]), module, qualname, weakref.ref(cls), codec)
     return cls, codec, raw
