@@ -216,8 +216,18 @@ def _checked_items(value: Iterable[object]) -> Iterable[object]:
 
     A str's items are strs of one character, which every check judges by their value alone: a str of
     a million characters costs the checks of the few it holds, not a million (a peer chooses its length).
+    An empty str or bytes is still a sequence of its kind of item, as its type says: it is judged by one
+    (``""``, ``0``), so that ``""`` is no ``Sequence[int]`` where ``"a"`` is none.
     """
-    return set(value) if isinstance(value, str) else value
+    if isinstance(value, str):
+        return set(value) or _A_STR
+    if isinstance(value, bytes) and not value:
+        return _A_BYTE
+    return value
+
+
+_A_STR: Final = ("",)
+_A_BYTE: Final = (0,)
 
 
 def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
@@ -227,10 +237,10 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
         return isinstance(value, container) and all(map(item_check, _checked_items(value)))  # type: ignore[arg-type]
 
     def of_kinds(value: object) -> bool:  # list[int], the usual list: the items' types gathered in C
-        return isinstance(value, container) and (
-            kinds.issuperset(map(type, value))  # type: ignore[call-overload]
-            or all(map(item_check, _checked_items(value)))  # type: ignore[arg-type]
-        )
+        if not isinstance(value, container):
+            return False
+        items = _checked_items(value)  # type: ignore[arg-type]
+        return kinds.issuperset(map(type, items)) or all(map(item_check, items))
 
     check = of_kinds if kinds else each
 
@@ -245,6 +255,9 @@ def _items(container: tuple[type, ...], item: _Spec, name: str) -> _Spec:
 
 def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismatch | None:
     """The first of *values* that *item* refuses, named by its index after *path*; or ``None``."""
+    if isinstance(values, (str, bytes)) and not values:  # judged by one item of its kind, as _checked_items does
+        found = next(item.explain(one, path) for one in _checked_items(values))
+        return None if found is None else _Mismatch(found.expected, path, values)
     if isinstance(values, str):  # each distinct character checked once, as _checked_items does
         refused = {char for char in set(values) if not item.check(char)}
         index = next((index for index, char in enumerate(values) if char in refused), None)
@@ -568,6 +581,8 @@ class _Reading:
                 return _fixed_tuple([])
             if len(arguments) == 2 and arguments[1] is Ellipsis:
                 return _items((tuple,), item_of(arguments[0]), "tuple")
+            if any(map(_unpacked, arguments)):  # tuple[int, *Ts]: a tuple, of any length and items
+                return _items((tuple,), _ANY_SPEC, "tuple")
             return _fixed_tuple([item_of(argument) for argument in arguments])
         if origin in _DICTS or annotation in _DICTS or annotation is typing.Dict:  # noqa: UP006
             key, value = (
@@ -584,6 +599,14 @@ class _Reading:
         if typing.is_typeddict(target):
             return _mapping(_SCALARS[str], _ANY_SPEC, "dict")
         return _instance(target)
+
+
+def _unpacked(argument: object) -> bool:
+    """Whether *argument* of a ``tuple[...]`` is unpacked (PEP 646): ``*Ts``, ``*tuple[int, ...]``, ``Unpack[Ts]``
+    (``typing``'s or ``typing_extensions``')."""
+    return getattr(argument, "__unpacked__", False) is True or (
+        getattr(typing.get_origin(argument), "_name", None) == "Unpack"
+    )
 
 
 # --- resolving a class's annotations ------------------------------------------
@@ -980,7 +1003,11 @@ def mismatch(checks: FieldChecks, name: str, value: object) -> str:
 def mismatch_at(checks: FieldChecks, name: str, value: object) -> tuple[str, str]:
     """``mismatch``, and the path it names (``$.name``, or deeper: ``$.name[2]``), written in it once."""
     spec = checks.specs[name]
-    found = spec.explain(value, f"$.{name}") or _Mismatch(spec.name, f"$.{name}", value)
+    try:
+        found = spec.explain(value, f"$.{name}")
+    except Exception:  # an object that claims a type it is not: its own type is named
+        found = None
+    found = found or _Mismatch(spec.name, f"$.{name}", value)
     at = f"`key` in `{found.path}`" if found.key else f"`{found.path}`"
     message = f"Expected `{found.expected}`, got `{type_name(found.got)}` - at {at}"
     if type(found.got).__module__ == "numpy" and getattr(found.got, "ndim", None) == 0:

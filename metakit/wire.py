@@ -943,6 +943,8 @@ class _Packer:
             matches = check(value)
         except RecursionError:  # a recursive annotation (``Tree = int | list["Tree"]``) on a value that holds itself
             self.refused(obj, name, _TooDeep(_TOO_DEEP))
+        except Exception:  # an object that claims a type it is not (a mock, a __class__ property)
+            matches = False
         if not matches:
             if self.depth:  # a record inside a field's value: the field of the record packed is named
                 raise _Unmatched(*mismatch_at(codec.checks, name, value))
@@ -980,8 +982,8 @@ class _Packer:
         if kind in _PLAIN:
             problem = _unwritable(value, self.strict) if self.strict or kind is int else None
             return value if problem is None else self.pickled_instead(value, problem)
-        if isinstance(value, torch.Tensor):
-            return self.tensor(value)
+        if issubclass(kind, torch.Tensor):  # by its type: an object's __class__ may claim to be a tensor
+            return self.tensor(value) if kind is _Tensor else self.tensor_subclass(value)  # type: ignore[arg-type]
         if kind is torch.dtype or kind is torch.device:
             return self.other(value, kind)
         # A container, a record or a pickle: one level deeper.
@@ -1116,6 +1118,20 @@ class _Packer:
         if self.allow_pickle:
             return msgspec.msgpack.Ext(_PICKLE, self.pickled(value))
         raise _NotPlain(kind, next((base for base in kind.__mro__ if base in _PLAIN_BASES), None))
+
+    def tensor_subclass(self, tensor: torch.Tensor) -> msgspec.msgpack.Ext:
+        """``tensor`` for an instance of a subclass of ``torch.Tensor``, refused where its data cannot be read: a
+        wrapper subclass (a ``DTensor``, a ``TwoTensor``) or a fake tensor has no storage of its own."""
+        try:
+            return self.tensor(tensor)
+        except _Refused:
+            raise
+        except Exception as error:  # torch's, whatever the subclass raises
+            kind = type(tensor)
+            raise _Refused(
+                f"a {kind.__module__}.{kind.__qualname__}, whose data cannot be read ({type(error).__name__}), "
+                "cannot travel; send a plain tensor"
+            ) from None
 
     def tensor(self, tensor: torch.Tensor) -> msgspec.msgpack.Ext:
         """The spec of *tensor*; its bytes are placed in a buffer, unless it is a view of bytes placed before."""

@@ -34,8 +34,11 @@ from typing import (  # noqa: UP035
     Tuple,
     TypedDict,
     TypeVar,
+    TypeVarTuple,
     Union,
+    Unpack,
 )
+from unittest import mock
 
 import msgspec
 import pytest
@@ -44,6 +47,7 @@ import typing_extensions
 from engine_records import KernelWrapper, WrapperMetadata
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from torch.testing._internal.two_tensor import TwoTensor
 
 from metakit import ZeroCopy, wire
 from metakit.examples.engine import example_records
@@ -151,6 +155,73 @@ def test_an_int_beyond_64_bits_names_its_field_and_its_place_in_it(changes: dict
 def test_the_sender_refuses_what_breaks_the_annotations(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(TypeError, match=message.replace("$", r"\$").replace("[", r"\[")):
         wire.pack(_mixed(**changes))
+
+
+def _claiming(kind: type) -> object:
+    """An object whose ``__class__`` claims *kind*: ``isinstance`` takes it for one."""
+
+    class Claiming:
+        @property
+        def __class__(self) -> type:  # type: ignore[override]
+            return kind
+
+    return Claiming()
+
+
+def _fake_tensor() -> torch.Tensor:
+    from torch._subclasses.fake_tensor import FakeTensorMode  # torch's own, imported where used
+
+    with FakeTensorMode():
+        return torch.ones(2)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"optional": _claiming(torch.Tensor)}, r"field 'optional' of Mixed cannot be sent \(\$\.optional\): a "),
+        ({"lens": _claiming(list)}, r"Expected `list \| None`, got `[\w.<>]+Claiming` - at `\$\.lens`"),
+        ({"anything": _claiming(dict)}, r"field 'anything' of Mixed cannot be sent \(\$\.anything\): a value of"),
+        ({"scores": mock.Mock(spec=list)}, r"Expected `list`, got `unittest\.mock\.Mock` - at `\$\.scores`"),
+        ({"tokens": mock.Mock(spec=torch.Tensor)}, r"\(\$\.tokens\): a value of type unittest\.mock\.Mock is not"),
+        ({"optional": TwoTensor(torch.ones(2), torch.ones(2))}, r"\(\$\.optional\): a [\w.]+TwoTensor, whose data"),
+        ({"optional": _fake_tensor()}, r"\(\$\.optional\): a [\w.]+FakeTensor, whose data cannot be read"),
+    ],
+    ids=["claims a tensor", "claims a list", "claims a dict", "mock list", "mock tensor", "wrapper tensor", "fake"],
+)
+def test_a_value_that_claims_a_type_or_a_tensor_without_data_is_refused_naming_its_field(
+    changes: dict[str, Any], message: str
+) -> None:
+    # DESIGN: "Any other value is refused on the sender with a TypeError naming the field."  These raised
+    # AttributeError, RuntimeError or a TypeError of their own (an outside tester).
+    with pytest.raises(TypeError, match=message):
+        wire.pack(_mixed(**changes))
+
+
+Ts = TypeVarTuple("Ts")
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        tuple[Unpack[Ts]],  # tuple[*Ts]
+        tuple[int, Unpack[Ts]],
+        tuple.__class_getitem__((str, *tuple[int, ...])),  # tuple[str, *tuple[int, ...]], on 3.10's parser
+        Tuple[int, Unpack[Tuple[str, ...]]],  # noqa: UP006  # typing's spelling, on purpose
+    ],
+    ids=["*Ts", "int, *Ts", "str, *tuple[int, ...]", "typing's Unpack"],
+)
+def test_a_tuple_with_an_unpacked_item_takes_any_tuple(annotation: object) -> None:
+    # PEP 646: the unpacked item was read as one item that must be a tuple, so a record could not even send
+    # its own default (an outside tester).  Its items are left unchecked, as a TypeVar's value is.
+    cls = make_dataclass(f"Variadic{len(_made)}", [("value", annotation)], bases=(ZeroCopy,))
+    _made.append(cls)
+    for value in [(), (1,), ("layer", 1, 2), (1, "x", 2.5)]:
+        record = cls(value)
+        assert wire.unpack(*wire.pack(record)) == record
+    with pytest.raises(TypeError, match=r"Expected `tuple`, got `list` - at `\$\.value`"):
+        wire.pack(cls([1]))
+    with pytest.raises(WireError, match=r"Expected `tuple`, got `list` - at `\$\.value`"):
+        wire.unpack(_with_value(cls((1,)), 0, [1]), wire.pack(cls((1,))).buffers)
 
 
 @pytest.mark.parametrize(
@@ -589,6 +660,8 @@ _ANNOTATED: list[tuple[object, object, object]] = [
     (Literal["on"], "on", "off"),  # as text below, ``u'on'``: the check was off (an outside tester)
     (Literal[Literal[1, 2], 3], 3, "x"),  # noqa: RUF041  # nested, as text: the check was off (an outside tester)
     (Literal[OneOrTwo, 3], 1, 4),  # an alias's values: they were refused (an outside tester)
+    (Sequence[int], [1], ""),  # an empty str is still a sequence of str: it passed (an outside tester)
+    (Sequence[str], ["a"], b""),  # and empty bytes one of int
 ]
 _ANY_VALUE: list[object] = [Shaped, Callable[[int], int], object]
 
@@ -621,6 +694,8 @@ class Written(ZeroCopy):
     switch: Literal[u"on"] = "on"  # noqa: UP025  # fmt: skip
     nested: Literal[Literal[1, 2], 3] = 3  # noqa: RUF041  # nested, on purpose
     aliased: Literal[OneOrTwo, 3] = 1
+    ints: Sequence[int] = (1,)
+    strs: Sequence[str] = ("a",)
 
 
 Built = make_dataclass(
