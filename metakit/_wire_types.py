@@ -84,6 +84,8 @@ class _Mismatch(NamedTuple):
     got: object
     key: bool = False
     """Whether *got* is a key of the dict at *path*: msgspec says ``at `key` in `$.name```."""
+    shown: str | None = None
+    """How the message shows *got*, where its type's name alone does not say what is wrong (``tuple of 3``)."""
 
 
 def _key_mismatch(key: _Spec, keys: Iterable[object], path: str) -> _Mismatch | None:
@@ -91,7 +93,7 @@ def _key_mismatch(key: _Spec, keys: Iterable[object], path: str) -> _Mismatch | 
     for one in keys:
         found = key.explain(one, path)
         if found is not None:
-            return _Mismatch(found.expected, path, found.got, key=True)
+            return found._replace(path=path, key=True)
     return None
 
 
@@ -305,8 +307,10 @@ def _fixed_tuple(items: list[_Spec]) -> _Spec:
         )
 
     def explain(value: object, path: str) -> _Mismatch | None:
-        if not isinstance(value, tuple) or len(value) != len(checks):
+        if not isinstance(value, tuple):
             return _Mismatch(name, path, value)
+        if len(value) != len(checks):
+            return _Mismatch(name, path, value, shown=f"tuple of {len(value)}")
         for index, (item, part) in enumerate(zip(items, value, strict=True)):
             found = item.explain(part, f"{path}[{index}]")
             if found is not None:
@@ -353,7 +357,16 @@ def _literal(values: tuple[object, ...]) -> _Spec:
     def check(value: object) -> bool:
         return any(type(value) is kind and value == option for kind, option in options)
 
-    return _leaf(f"Literal[{', '.join(map(repr, values))}]", check)
+    name = f"Literal[{', '.join(map(repr, values))}]"
+
+    def explain(value: object, path: str) -> _Mismatch | None:
+        if check(value):
+            return None
+        # A value of a type the Literal has values of is shown itself: which one came (cut short, as a key is).
+        plain = type(value) in {kind for kind, _ in options} and type(value) in _MSGPACK
+        return _Mismatch(name, path, value, shown=key_step(value)[1:-1] if plain else None)
+
+    return _Spec(check, name, explain)
 
 
 def _instance(cls: type) -> _Spec:
@@ -1009,7 +1022,7 @@ def mismatch_at(checks: FieldChecks, name: str, value: object) -> tuple[str, str
         found = None
     found = found or _Mismatch(spec.name, f"$.{name}", value)
     at = f"`key` in `{found.path}`" if found.key else f"`{found.path}`"
-    message = f"Expected `{found.expected}`, got `{type_name(found.got)}` - at {at}"
+    message = f"Expected `{found.expected}`, got `{found.shown or type_name(found.got)}` - at {at}"
     if type(found.got).__module__ == "numpy" and getattr(found.got, "ndim", None) == 0:
         message += " (a numpy scalar: send value.item(), its Python value)"
     return message, found.path

@@ -197,6 +197,24 @@ def test_a_value_that_claims_a_type_or_a_tensor_without_data_is_refused_naming_i
         wire.pack(_mixed(**changes))
 
 
+def test_a_tuple_of_the_wrong_length_and_a_value_no_literal_holds_are_shown_as_they_came() -> None:
+    # "Expected `tuple of 2`, got `tuple`" said neither the length nor the value (an outside tester).
+    cls = make_dataclass(
+        f"Shown{len(_made)}", [("pair", tuple[int, int]), ("mode", Literal["decode", "prefill"])], bases=(ZeroCopy,)
+    )
+    _made.append(cls)
+    good = cls((1, 2), "decode")
+    for changes, message in [
+        ({"pair": (1, 2, 3)}, "Expected `tuple of 2`, got `tuple of 3` - at `$.pair`"),
+        ({"mode": "chunked"}, "Expected `Literal['decode', 'prefill']`, got `'chunked'` - at `$.mode`"),
+        ({"mode": 5}, "Expected `Literal['decode', 'prefill']`, got `int` - at `$.mode`"),
+    ]:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            wire.pack(replace(good, **changes))
+    with pytest.raises(WireError, match=re.escape("got `'" + "x" * 59 + "...` - at `$.mode`")):
+        wire.unpack(_with_value(good, 1, "x" * 1000), wire.pack(good).buffers)  # a peer's value, cut short
+
+
 Ts = TypeVarTuple("Ts")
 
 

@@ -893,8 +893,8 @@ def test_a_long_str_is_checked_as_a_sequence_by_its_distinct_characters() -> Non
     done = _run_here(program, timeout=30)
     assert done.stdout == (
         "True True\n" * 3
-        + "receiver: Letters: Expected `Literal['a', 'b']`, got `str` - at `$.value[4000000]`\n"
-        + "sender: Letters cannot be sent: Expected `Literal['a', 'b']`, got `str` - at `$.value[4000000]`\n"
+        + "receiver: Letters: Expected `Literal['a', 'b']`, got `'c'` - at `$.value[4000000]`\n"
+        + "sender: Letters cannot be sent: Expected `Literal['a', 'b']`, got `'c'` - at `$.value[4000000]`\n"
     ), done.stderr[-2000:]
 
 
