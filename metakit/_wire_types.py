@@ -945,9 +945,13 @@ def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
     or one whose ``__dict__`` is a property, runs no code of its own here.
     """
     owner = declared_in(cls, f)
-    module = CLASS_DICT(owner).get("__module__")
+    namespace = CLASS_DICT(owner)
+    module = namespace.get("__module__")
     home = _attributes(sys.modules.get(module)) if type(module) is str else None
-    return (CLASS_DICT(owner), home if home is not None else {}, builtins.__dict__)
+    # Less the descriptors of the class's ``__slots__``, which ``type`` adds once the body has run: a
+    # ``slots=True`` field named ``bytes`` does not hide the builtin from the annotations the body wrote.
+    body = {name: value for name, value in namespace.items() if type(value) is not types.MemberDescriptorType}
+    return (body, home if home is not None else {}, builtins.__dict__)
 
 
 def _with_closure(

@@ -215,6 +215,25 @@ def test_a_tuple_of_the_wrong_length_and_a_value_no_literal_holds_are_shown_as_t
         wire.unpack(_with_value(good, 1, "x" * 1000), wire.pack(good).buffers)  # a peer's value, cut short
 
 
+def test_a_slots_field_named_like_a_builtin_does_not_hide_it_from_the_other_annotations() -> None:
+    # With slots=True the class holds a descriptor under each field's name, which hid the builtin ``bytes``
+    # from ``data: bytes``: that field took any value (an outside tester).
+    cls = make_dataclass(
+        f"Slotted{len(_made)}",
+        [("bytes", "int"), ("data", "bytes", field(default=b""))],
+        bases=(ZeroCopy,),
+        namespace={"__module__": __name__},
+        slots=True,
+    )
+    _made.append(cls)
+    good = cls(1, b"x")
+    assert wire.unpack(*wire.pack(good)) == good
+    with pytest.raises(TypeError, match=re.escape("Expected `bytes`, got `int` - at `$.data`")):
+        wire.pack(cls(1, 12345))
+    with pytest.raises(WireError, match=re.escape("Expected `bytes`, got `int` - at `$.data`")):
+        wire.unpack(_with_value(good, 1, 12345), wire.pack(good).buffers)
+
+
 Ts = TypeVarTuple("Ts")
 
 
