@@ -380,15 +380,22 @@ def test_docs_page_gives_each_interpreters_instructions_of_a_call_against_the_bo
         ("calls-3.15.json", "CPython 3.15.0", 1031.0),
         ("calls-3.9.json", "CPython 3.9.1", 1020.0),
     ):
-        record = {"python": python, "calls": 20_000, "layouts": 3, "literal": 1000.0, "metakit": metakit}
+        record = {"python": python, "calls": 20_000, "layouts": 3, "literal": 1000.0, "signature": 1024.0}
+        record["metakit"] = metakit
         (tmp_path / name).write_text(json.dumps(record))
     calls = docs.load_call_counts(sorted(tmp_path.glob("calls-*.json")))
     assert [count["python"] for count in calls] == ["CPython 3.9.1", "CPython 3.15.0"]  # by version, not by name
     lines = docs._call_counts(calls)
     assert "| `meta.asdict_zerocopy()` | | 1,020 | 1,031 |" in lines
+    # What the signature alone costs, beside it: on 3.13 most of the bound.
+    assert "| the same with `skip_fields=None`, unused | | 1,024 (+2.4%) | 1,024 (+2.4%) |" in lines
     assert "| more than the literal | ≤ +3% | +2.0% ✓ | +3.1% ✗ |" in lines
     assert docs._call_counts([]) == []
     (tmp_path / "bad.json").write_text(json.dumps({"python": "3.15", "calls": 1}))
+    with pytest.raises(docs.RecordError, match=r"is not a record of `\.ci/count-calls --json`"):
+        docs.load_call_counts([tmp_path / "bad.json"])
+    record = {"python": "CPython 3.15.0", "calls": 1, "layouts": 3, "literal": 1.0, "metakit": 1.0}  # an old record
+    (tmp_path / "bad.json").write_text(json.dumps(record))
     with pytest.raises(docs.RecordError, match=r"is not a record of `\.ci/count-calls --json`"):
         docs.load_call_counts([tmp_path / "bad.json"])
 
@@ -515,7 +522,8 @@ def test_the_instruction_tables_and_the_chart_never_show_a_miss_as_its_bound() -
     assert ratio_text(1.0296, 1.03, 1, percent=True) == "+2.96%"
     assert ratio_text(1.02, 1.03, 1, percent=True) == "+2.0%"
     assert ratio_text(1.1502, 1.15, 2) == "1.1502"
-    counts = [{"python": "CPython 3.15.0", "calls": 1, "layouts": 3, "literal": 10_000.0, "metakit": 10_304.0}]
+    counts = [{"python": "CPython 3.15.0", "calls": 1, "layouts": 3, "literal": 10_000.0, "signature": 10_100.0}]
+    counts[0]["metakit"] = 10_304.0
     assert "| more than the literal | ≤ +3% | +3.04% ✗ |" in docs._call_counts(counts)
     creation = [_count("CPython 3.15.2", [(5, "new", 1e6, 150.4e3)])]
     assert "| 5 | new field names | +15% | +150 k (+15.04%) ✗ |" in docs._counts(creation)
