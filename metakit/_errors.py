@@ -84,7 +84,9 @@ def _skip_fields_failed(skip_fields: object, error: BaseException | None = None)
         raise error
     try:
         iterator = iter(skip_fields)  # type: ignore[call-overload]
-    except TypeError:
+    except TypeError as failed:
+        if failed.__traceback__ is not None and failed.__traceback__.tb_next is not None:
+            raise error from None  # raised inside its own __iter__: its own error, as a generator's is
         raise SkipFieldsError(f"skip_fields must be an iterable of field names, not {_describe(skip_fields)}") from None
     if iterator is not skip_fields:  # a collection: find the name that failed
         for name in iterator:

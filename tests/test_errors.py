@@ -11,6 +11,7 @@ import gc
 import linecache
 import re
 import sys
+import traceback
 import types
 import unicodedata
 from dataclasses import dataclass, field, make_dataclass
@@ -94,11 +95,6 @@ class IterReturnsNonIterator:
         return 5
 
 
-class IterRaisesTypeError:
-    def __iter__(self):
-        raise TypeError("x")
-
-
 class StrSub_skip_errors(str):
     pass
 
@@ -117,7 +113,6 @@ BAD_SKIP_FIELDS = {
     "ellipsis": lambda f: ...,
     "not iterable": lambda f: NotIterable(),
     "__iter__ returns int": lambda f: IterReturnsNonIterator(),
-    "__iter__ raises TypeError": lambda f: IterRaisesTypeError(),
     "str": lambda f: "x",
     "str of a field": str,
     "empty str": lambda f: "",
@@ -249,6 +244,29 @@ def test_an_iterable_that_raises_keeps_its_own_error():
             with pytest.raises(type(exc)) as info:
                 call(gen(exc))
             assert info.value is exc
+
+
+class LoadsItsNames:
+    """An iterable of names whose ``__iter__`` has a bug: it raises a ``TypeError`` of its own."""
+
+    def __iter__(self):
+        return iter(sorted(self.load()))
+
+    def load(self):
+        return None  # sorted(None): "'NoneType' object is not iterable"
+
+
+def test_a_type_error_raised_inside_an_iterables_own_iter_is_its_own():
+    # It was a SkipFieldsError ("must be an iterable of field names"), with the user's error hidden
+    # from the traceback; a generator's own TypeError was not (an outside tester).  An __iter__ that
+    # returns no iterator is no iterable: that one is a SkipFieldsError (test_bad_skip_fields_...).
+    for obj in SKIP_FIELDS_OWNERS:
+        for _form, call in calls(obj):
+            with pytest.raises(TypeError, match=r"^'NoneType' object is not iterable$") as info:
+                call(LoadsItsNames())
+            assert type(info.value) is TypeError
+            assert info.value.__traceback__ is not None
+            assert "__iter__" in [frame.name for frame in traceback.extract_tb(info.value.__traceback__)]
 
 
 # --- a name that is not a field: ValueError naming it and the class ------------------
