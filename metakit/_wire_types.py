@@ -165,6 +165,8 @@ _ITERABLES: Final = {
     collections.abc.MutableSet,
 }
 _NOTHING: Final = {typing.NoReturn, getattr(typing, "Never", typing.NoReturn)}
+_LITERAL_STRING: Final = getattr(typing, "LiteralString", str)
+"""A ``LiteralString`` (3.11+) is a ``str`` to a check: which literal it came from, no value tells."""
 _DICTS: Final = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
 _SETS: Final = {set, frozenset}
 
@@ -559,6 +561,8 @@ class _Reading:
             return _SCALARS[type(None)]
         if isinstance(annotation, type) and annotation in _SCALARS:
             return _SCALARS[annotation]
+        if annotation is _LITERAL_STRING:
+            return _SCALARS[str]
         origin = typing.get_origin(annotation)
         arguments = typing.get_args(annotation)
         if origin is typing.Annotated or origin is typing.Final:

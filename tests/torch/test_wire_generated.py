@@ -27,6 +27,7 @@ from typing import (  # noqa: UP035
     Final,
     ForwardRef,
     Literal,
+    LiteralString,
     NewType,
     NoReturn,
     Optional,
@@ -688,6 +689,7 @@ _ANNOTATED: list[tuple[object, object, object]] = [
     (Literal[b"x"], b"x", b"y"),
     (list["int"], [1], ["x"]),  # text inside an annotation object
     (Final[int], 3, "3"),
+    (LiteralString, "eos", 5),  # it took any value (an outside tester)
     (Iterable[int], [1], "ab"),  # a str is iterable, of str
     (Collection[int], (1,), ["x"]),
     (Sequence[str], "eos", [1, "e"]),  # a str is a Sequence[str]
@@ -722,6 +724,7 @@ class Written(ZeroCopy):
     tag: Literal[b"x"] = b"x"
     counts: list["int"] = field(default_factory=lambda: [1])  # noqa: UP037  # text inside text, on purpose
     final: Final[int] = 3
+    literal_string: LiteralString = "eos"
     iterable: Iterable[int] = field(default_factory=lambda: [1])
     collection: Collection[int] = (1,)
     stop: Sequence[str] = "eos"
