@@ -384,6 +384,24 @@ def test_a_field_named_as_a_method_is_reported_as_hiding_it(check):
         check(MethodNamesMeta)
 
 
+@dataclass
+class ReplaceNamedMeta(ZeroCopy):
+    a: int
+    __replace__: int = 0  # a field that hides the method, on purpose
+
+
+@pytest.mark.parametrize("check", [mt.assert_zerocopy_class, lambda cls: mt.assert_zerocopy(cls(1, 5))])
+def test_a_field_named_replace_is_reported_as_hiding_it(check):
+    # README: "A field named asdict_zerocopy, astuple_zerocopy or __replace__ hides that method ...
+    # assert_zerocopy fails such a class."  One named __replace__ passed (an outside tester).
+    message = (
+        "ReplaceNamedMeta: its field '__replace__' hides the method __replace__() on every instance:"
+        " rename the field (metakit.replace(obj, ...) still runs the generated code)"
+    )
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
+        check(ReplaceNamedMeta)
+
+
 @pytest.mark.parametrize("module", [5, None, records.__dict__])
 def test_zerocopy_classes_in_names_an_argument_that_is_no_module(module):
     with pytest.raises(TypeError, match=r"zerocopy_classes_in\(\) takes a module or its dotted name, not "):
