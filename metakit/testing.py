@@ -611,11 +611,11 @@ class _Checker:
 
     def run(self) -> None:
         __tracebackhide__ = True
-        for method, form in ((ASDICT, f"{ASDICT}(obj)"), (ASTUPLE, f"{ASTUPLE}(obj)"), (REPLACE, "replace(obj, ...)")):
+        for method, function in ((ASDICT, f"{ASDICT}(obj)"), (ASTUPLE, f"{ASTUPLE}(obj)"), (REPLACE, "replace(obj, ...)")):
             if method in self.cls.__dataclass_fields__:  # type: ignore[attr-defined]  # a dataclass here
                 raise AssertionError(
                     f"{_name(self.cls)}: its field {method!r} hides the method {method}() on every instance:"
-                    f" rename the field (metakit.{form} still runs the generated code)"
+                    f" rename the field (metakit.{function} still runs the generated code)"
                 )
         for form in self._forms(ASDICT, "asdict"):
             self._check_asdict(form)
