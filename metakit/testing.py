@@ -611,12 +611,23 @@ class _Checker:
 
     def run(self) -> None:
         __tracebackhide__ = True
-        for method, function in ((ASDICT, f"{ASDICT}(obj)"), (ASTUPLE, f"{ASTUPLE}(obj)"), (REPLACE, "replace(obj, ...)")):
-            if method in self.cls.__dataclass_fields__:  # type: ignore[attr-defined]  # a dataclass here
+        fields = self.cls.__dataclass_fields__  # type: ignore[attr-defined]  # a dataclass here
+        for method in (ASDICT, ASTUPLE):
+            if method in fields:
                 raise AssertionError(
                     f"{_name(self.cls)}: its field {method!r} hides the method {method}() on every instance:"
-                    f" rename the field (metakit.{function} still runs the generated code)"
+                    f" rename the field (metakit.{method}(obj) still runs the generated code)"
                 )
+        # A field named __replace__ is harmless to copy.replace, which looks the method up on the class, unless
+        # its default stands there in the method's place.
+        replace_field = fields.get(REPLACE)
+        namespace = vars(self.cls)
+        if replace_field is not None and REPLACE in namespace and namespace[REPLACE] is replace_field.default:
+            raise AssertionError(
+                f"{_name(self.cls)}: the default of its field {REPLACE!r} stands on the class in place of the method"
+                f" {REPLACE}(), which copy.replace calls: rename the field (metakit.replace(obj, ...) still runs"
+                " the generated code)"
+            )
         for form in self._forms(ASDICT, "asdict"):
             self._check_asdict(form)
         for form in self._forms(ASTUPLE, "astuple"):
