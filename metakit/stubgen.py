@@ -254,10 +254,15 @@ class _Source(NamedTuple):
         references = find_referenced_names(source.ast)
         classes = {f"{prefix}{n.name}": n for n, _, prefix in _statements(source.ast.defs) if isinstance(n, ClassDef)}
         field_names = _field_names(source.ast.defs)
+        left_out = _left_out(source.ast, source.runtime_all)
         for cdef in classes.values():
             for stmt in cdef.defs.body:
-                if isinstance(stmt, AssignmentStmt) and isinstance(stmt.rvalue, CallExpr):
+                if not isinstance(stmt, AssignmentStmt):
+                    continue
+                if isinstance(stmt.rvalue, CallExpr):
                     stmt.rvalue = _field_for_stub(stmt.rvalue, field_names)
+                elif isinstance(stmt.rvalue, NameExpr) and stmt.rvalue.name in left_out:  # the stub would not define it
+                    stmt.rvalue = EllipsisExpr()
         names = ASTStubGenerator(source.runtime_all, include_private=True)
         source.ast.accept(names)
         return cls(module, source.ast, source.runtime_all, names, classes, references)
@@ -1126,6 +1131,21 @@ def _statements(body: list[Statement], prefix: str = "") -> Iterator[tuple[State
         for block in blocks:
             if block is not None:
                 yield from _statements(block.body, prefix)
+
+
+def _left_out(tree: MypyFile, exported: list[str] | None) -> frozenset[str]:
+    """The module-level functions and variables that mypy's generator leaves out of the stub of *tree*: where the
+    module has an ``__all__`` (*exported*), those it does not list.  A class attribute that is an alias of one
+    (``PHASE = _PREFILL``) would name it all the same."""
+    if exported is None:
+        return frozenset()
+    names: set[str] = set()
+    for node in tree.defs:
+        if isinstance(node, AssignmentStmt):
+            names.update(lvalue.name for lvalue in node.lvalues if isinstance(lvalue, NameExpr))
+        elif isinstance(node, (FuncDef, Decorator, OverloadedFuncDef)):
+            names.add(node.name)
+    return frozenset(names.difference(exported))
 
 
 def _explicit_reexports(body: list[Statement]) -> list[str]:

@@ -467,6 +467,50 @@ def stub_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: 
         sys.modules.pop(name, None)
 
 
+def test_a_class_attribute_that_aliases_a_name_all_leaves_out_is_written_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mypy's generator leaves out the module's variables and functions that __all__ does not list, but
+    # wrote ``PHASE = _PREFILL``: a name the stub never defines (an outside tester).
+    source = """
+        from dataclasses import dataclass
+
+        from metakit import ZeroCopy
+
+        __all__ = ["Meta", "Plain", "PUBLIC"]
+
+        _PREFILL = "prefill"
+        PUBLIC = "public"
+
+
+        def _helper() -> None: ...
+
+
+        class _Hidden: ...
+
+
+        @dataclass
+        class Meta(ZeroCopy):
+            num_prefills: int
+            PHASE = _PREFILL
+            KEPT = PUBLIC
+
+
+        class Plain:
+            HELPER = _helper
+            HIDDEN = _Hidden
+        """
+    stub = stub_of(tmp_path, monkeypatch, "aliased_privates", source)
+    assert "    PHASE = ...\n" in stub
+    assert "    HELPER: Incomplete\n" in stub
+    assert "    KEPT = PUBLIC\n" in stub  # listed: the stub defines it
+    assert "    HIDDEN = _Hidden\n" in stub  # a class is written all the same
+    assert "PUBLIC: str" in stub
+    assert "class _Hidden" in stub
+    assert "_PREFILL" not in stub
+    assert "_helper" not in stub
+
+
 def test_odd_field_names_give_a_valid_stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A field called ``self`` leaves ``__replace__`` another name for the instance; ``__secret`` is
     ``_Record__secret`` at run time, with the type written for ``__secret``."""
