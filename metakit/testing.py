@@ -1035,7 +1035,11 @@ class _Checker:
         try:
             result = form.function(*positional, **arguments)
         except Exception as error:
-            if not self.bare:
+            # A TypeError with no frame below this one was raised by the call itself (its signature refuses
+            # the arguments), whatever the fields hold: no sentinel is to blame.
+            below = error.__traceback__.tb_next if error.__traceback__ is not None else None
+            refused = isinstance(error, TypeError) and below is None
+            if not self.bare or refused:
                 self.fail(form.role, call, f"raised {describe(error)}", error)
             notes = "".join(f" (note: {note})" for note in self.notes)
             raise _RaisedOnSentinels(

@@ -385,6 +385,25 @@ def test_a_field_named_as_a_method_is_reported_as_hiding_it(check):
 
 
 @dataclass
+class KeywordOnlySkip(ZeroCopy):
+    a: int = 1
+
+    def asdict_zerocopy(self, *, skip_fields=None):
+        return super().asdict_zerocopy(skip_fields)
+
+
+@pytest.mark.parametrize("check", [mt.assert_zerocopy_class, lambda cls: mt.assert_zerocopy(cls())])
+def test_a_call_its_signature_refuses_is_no_fault_of_the_sentinels(check):
+    # The failure told to check an instance with real values, which would fail the same (an outside tester).
+    message = (
+        "KeywordOnlySkip: the override KeywordOnlySkip.asdict_zerocopy: obj.asdict_zerocopy({'a'}) raised"
+        " TypeError: KeywordOnlySkip.asdict_zerocopy() takes 1 positional argument but 2 were given"
+    )
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
+        check(KeywordOnlySkip)
+
+
+@dataclass
 class ReplaceNamedMeta(ZeroCopy):
     a: int
     __replace__: int = 0  # a field that hides the method, on purpose
