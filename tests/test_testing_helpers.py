@@ -373,17 +373,6 @@ def test_recipe_every_class_of_the_shared_records(cls):
     mt.assert_zerocopy_class(cls)
 
 
-@pytest.mark.parametrize("check", [mt.assert_zerocopy_class, lambda cls: mt.assert_zerocopy(cls(1, 2))])
-def test_a_field_named_as_a_method_is_reported_as_hiding_it(check):
-    # It was blamed on "the override MethodNamesMeta.asdict_zerocopy", which no one wrote.
-    message = (
-        "MethodNamesMeta: its field 'asdict_zerocopy' hides the method asdict_zerocopy() on every instance:"
-        " rename the field (metakit.asdict_zerocopy(obj) still runs the generated code)"
-    )
-    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
-        check(MethodNamesMeta)
-
-
 @dataclass
 class KeywordOnlySkip(ZeroCopy):
     a: int = 1
@@ -392,34 +381,48 @@ class KeywordOnlySkip(ZeroCopy):
         return super().asdict_zerocopy(skip_fields)
 
 
-@pytest.mark.parametrize("check", [mt.assert_zerocopy_class, lambda cls: mt.assert_zerocopy(cls())])
-def test_a_call_its_signature_refuses_is_no_fault_of_the_sentinels(check):
-    # The failure told to check an instance with real values, which would fail the same (an outside tester).
-    message = (
-        "KeywordOnlySkip: the override KeywordOnlySkip.asdict_zerocopy: obj.asdict_zerocopy({'a'}) raised"
-        " TypeError: KeywordOnlySkip.asdict_zerocopy() takes 1 positional argument but 2 were given"
-    )
-    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
-        check(KeywordOnlySkip)
-
-
 @dataclass
 class ReplaceNamedMeta(ZeroCopy):
     a: int
     __replace__: int = 0  # a field that hides the method, on purpose
 
 
-@pytest.mark.parametrize("check", [mt.assert_zerocopy_class, lambda cls: mt.assert_zerocopy(cls(1, 5))])
-def test_a_field_named_replace_is_reported_as_hiding_it(check):
+_FAILED_AS_THEY_ARE = [
+    # It was blamed on "the override MethodNamesMeta.asdict_zerocopy", which no one wrote.
+    (
+        MethodNamesMeta,
+        (1, 2),
+        "MethodNamesMeta: its field 'asdict_zerocopy' hides the method asdict_zerocopy() on every instance:"
+        " rename the field (metakit.asdict_zerocopy(obj) still runs the generated code)",
+    ),
+    # The failure told to check an instance with real values, which would fail the same (an outside tester).
+    (
+        KeywordOnlySkip,
+        (),
+        "KeywordOnlySkip: the override KeywordOnlySkip.asdict_zerocopy: obj.asdict_zerocopy({'a'}) raised"
+        " TypeError: KeywordOnlySkip.asdict_zerocopy() takes 1 positional argument but 2 were given",
+    ),
     # Its default stands on the class, where copy.replace looks the method up: copy.replace calls 0.  It
-    # passed (an outside tester).  With no default, the field is harmless (the test below).
-    message = (
+    # passed (an outside tester).  With no default, the field is harmless (a test below).
+    (
+        ReplaceNamedMeta,
+        (1, 5),
         "ReplaceNamedMeta: the default of its field '__replace__' stands on the class in place of the method"
         " __replace__(), which copy.replace calls: rename the field (metakit.replace(obj, ...) still runs the"
-        " generated code)"
-    )
+        " generated code)",
+    ),
+]
+
+
+@pytest.mark.parametrize("on_instance", [False, True], ids=["assert_zerocopy_class", "assert_zerocopy"])
+@pytest.mark.parametrize(
+    ("cls", "values", "message"), _FAILED_AS_THEY_ARE, ids=lambda value: getattr(value, "__name__", "")
+)
+def test_a_broken_class_fails_with_what_is_wrong_with_it(cls, values, message, on_instance):
+    subject = cls(*values) if on_instance else cls
+    check = mt.assert_zerocopy if on_instance else mt.assert_zerocopy_class
     with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
-        check(ReplaceNamedMeta)
+        check(subject)
 
 
 @pytest.mark.parametrize("module", [5, None, records.__dict__])
