@@ -360,13 +360,13 @@ def _literal(values: tuple[object, ...]) -> _Spec:
         return any(type(value) is kind and value == option for kind, option in options)
 
     name = f"Literal[{', '.join(map(repr, values))}]"
+    shown_kinds = {kind for kind, _ in options} & _MSGPACK
 
     def explain(value: object, path: str) -> _Mismatch | None:
         if check(value):
             return None
         # A value of a type the Literal has values of is shown itself: which one came (cut short, as a key is).
-        plain = type(value) in {kind for kind, _ in options} and type(value) in _MSGPACK
-        return _Mismatch(name, path, value, shown=key_step(value)[1:-1] if plain else None)
+        return _Mismatch(name, path, value, shown=key_step(value)[1:-1] if type(value) in shown_kinds else None)
 
     return _Spec(check, name, explain)
 

@@ -577,7 +577,10 @@ def _codec(cls: type) -> _Codec:
 
 
 def _current_codec(cls: type) -> _Codec | None:
-    """The codec of *cls*, if it has one made for the class as it is now (``_made_for``); else ``None``."""
+    """The codec of *cls*, if it has one made for the class as it is now (``_made_for``); else ``None``.
+
+    The usual record's ``pack`` and ``unpack`` write the test out: they run it on every record, and there a
+    call costs more than the test."""
     codec = _codecs.get(id(cls))
     return None if codec is None or codec.made_for != _made_for(cls) else codec
 
@@ -1432,8 +1435,8 @@ def _pack_usual(obj: object) -> Packed | None:
     way checks it is a record, and makes its codec.
     """
     cls = type(obj)
-    codec = _current_codec(cls)
-    if codec is None:
+    codec = _codecs.get(id(cls))
+    if codec is None or codec.made_for != _made_for(cls):  # _current_codec, written out: every pack asks it
         return None
     encoder = codec.encoder(cls)
     if encoder is None or not encoder.serves(obj):
@@ -1694,7 +1697,8 @@ def _named_again(header: bytes | bytearray, whole: memoryview, start: int) -> tu
     if (
         cls is None
         or _named_in(sys.modules.get(named.module), named.qualname) is not cls
-        or _current_codec(cls) is not named.codec
+        or _codecs.get(id(cls)) is not named.codec
+        or named.codec.made_for != _made_for(cls)  # _current_codec, written out: every unpack asks it
     ):
         return None
     return cls, named.codec, whole[start + len(named.start) :]

@@ -1132,7 +1132,10 @@ instance: one that died would leave its address to a later instance, which would
 
 
 def _one_dict(self, names: frozenset[str] | None) -> dict[str, object]:
-    return _MEMO.setdefault((id(self), names), (self, super(type(self), self).asdict_zerocopy(names)))[1]
+    key = (id(self), names)
+    if key not in _MEMO:
+        _MEMO[key] = (self, super(type(self), self).asdict_zerocopy(names))
+    return _MEMO[key][1]
 
 
 def keeps_one_dict_per_skip(self, skip_fields=None):
