@@ -9,8 +9,9 @@ nothing in its field.  What a check knows: ``None``, ``bool``,
 ``Annotated``, ``Final``, ``Never``, ``list``/``tuple``/``dict`` and their
 ``typing`` and ``collections.abc`` spellings, ``Iterable``, ``Collection``,
 ``Reversible``, ``TypedDict`` (a dict with ``str`` keys),
-``torch.Tensor``, ``torch.dtype``, ``torch.device``, record classes and
-recursive aliases (``Json = int | list["Json"]``).  Any
+``torch.Tensor``, ``torch.dtype``, ``torch.device``, record classes,
+``Self`` (a record of the class checked) and recursive aliases
+(``Json = int | list["Json"]``).  Any
 other class takes its instances (which travel only pickled).  ``Any``,
 ``object``, a ``Protocol``, a ``TypeVar`` and a ``Callable`` accept any value
 that can travel.
@@ -447,6 +448,12 @@ def _type_aliases() -> tuple[type, ...]:
     return tuple(kind for kind in (getattr(typing, "TypeAliasType", None), backport) if isinstance(kind, type))
 
 
+def _selves() -> tuple[object, ...]:
+    """``typing.Self`` (3.11+), and ``typing_extensions``' where a module imported it."""
+    backport = getattr(sys.modules.get("typing_extensions"), "Self", None)
+    return tuple(self for self in (getattr(typing, "Self", None), backport) if self is not None)
+
+
 def _closure_names(annotation: object) -> Mapping[str, Any]:
     """The names of the function a deferred annotation (3.14+) was written in, as they are now.
 
@@ -472,26 +479,30 @@ _UNSET: Final = object()
 """A function's local that was never set, which hides a module's name as Python's lookup would."""
 
 
-def spec_of(annotation: object, read: Reader | None = None) -> _Spec:
+def spec_of(annotation: object, read: Reader | None = None, own: type | None = None) -> _Spec:
     """The check of a resolved annotation.
 
     *read* resolves text met inside it (``Optional["Inner"]``, ``list["int"]``): a
     name there is looked up where the annotation was written.  A recursive alias
     (``Tree = Union[int, list["Tree"]]``) is checked as deep as a value goes.
+    ``Self`` is a record of the class *own*, where the field's record is one
+    (as a type checker binds it: a subclass's record holds the subclass's).
     """
-    return _Reading(read).spec(annotation)
+    return _Reading(read, own).spec(annotation)
 
 
 class _Reading:
     """One annotation being turned into its spec, and the texts read on the way to it."""
 
-    def __init__(self, read: Reader | None) -> None:
+    def __init__(self, read: Reader | None, own: type | None) -> None:
         self.read = read
+        self.own = own
         self.texts: dict[object, tuple[list[_Spec], int]] = {}
         """Each text (or alias) being read: the slot its spec goes in once made, and ``containers`` when it was met."""
         self.containers = 0
         """How many containers' items are being read (``list[...]`` is one)."""
         self.aliases = _type_aliases()
+        self.selves = _selves()
 
     def spec(self, annotation: object) -> _Spec:
         """The spec of *annotation*; text, and a ``type`` statement's alias, are read here (see ``_recursive``)."""
@@ -563,6 +574,8 @@ class _Reading:
             return _SCALARS[annotation]
         if annotation is _LITERAL_STRING:
             return _SCALARS[str]
+        if annotation in self.selves:
+            return _ANY_SPEC if self.own is None else _record(self.own)
         origin = typing.get_origin(annotation)
         arguments = typing.get_args(annotation)
         if origin is typing.Annotated or origin is typing.Final:
@@ -1005,7 +1018,7 @@ def field_checks(cls: type, of: Iterable[Field[Any]] | None = None) -> FieldChec
     for f in fields(cls) if of is None else of:
         try:
             namespaces = _namespaces(cls, f)
-            spec = spec_of(_resolve(f, namespaces), _Parser.reader(namespaces))
+            spec = spec_of(_resolve(f, namespaces), _Parser.reader(namespaces), cls)
         except Exception:  # an annotation that typing itself cannot take apart checks nothing
             spec = _ANY_SPEC
         if f.default is None and not spec.check(None):

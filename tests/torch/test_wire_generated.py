@@ -32,6 +32,7 @@ from typing import (  # noqa: UP035
     NoReturn,
     Optional,
     Protocol,
+    Self,
     Tuple,
     TypedDict,
     TypeVar,
@@ -260,6 +261,34 @@ def test_a_tuple_with_an_unpacked_item_takes_any_tuple(annotation: object) -> No
         wire.pack(cls([1]))
     with pytest.raises(WireError, match=r"Expected `tuple`, got `list` - at `\$\.value`"):
         wire.unpack(_with_value(cls((1,)), 0, [1]), wire.pack(cls((1,))).buffers)
+
+
+@dataclass
+class Chained(ZeroCopy):
+    step: int = 0
+    parent: typing_extensions.Self | None = None  # typing's own Self from 3.11 on
+    children: list[Self] = field(default_factory=list)
+
+
+@dataclass
+class ChainedFurther(Chained):
+    pass
+
+
+def test_self_is_a_record_of_the_class_checked() -> None:
+    # Self took any value (the last session's note).  As a type checker binds it, a subclass's record holds
+    # records of the subclass.
+    good = Chained(1, Chained(2), [Chained(3)])
+    assert wire.unpack(*wire.pack(good)) == good
+    further = ChainedFurther(1, ChainedFurther(2), [ChainedFurther(3)])
+    assert wire.unpack(*wire.pack(further)) == further
+    assert wire.unpack(*wire.pack(Chained(1, further))) == Chained(1, further)
+    with pytest.raises(TypeError, match=re.escape(f"Expected `{__name__}.Chained | None`, got `int` - at `$.parent`")):
+        wire.pack(Chained(1, 5))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=re.escape(f"Expected `{__name__}.ChainedFurther`, got `{__name__}.Chained`")):
+        wire.pack(ChainedFurther(1, None, [Chained(3)]))
+    with pytest.raises(WireError, match=re.escape("got `int` - at `$.children[0]`")):
+        wire.unpack(_with_value(good, 2, [7]), wire.pack(good).buffers)
 
 
 @pytest.mark.parametrize(
