@@ -2086,6 +2086,11 @@ class _Reader:
             if written and strides != _contiguous_strides(shape):  # torch takes every empty tensor as contiguous
                 raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
             return self.empty(index, device, dtype, shape, strides, flags)
+        if written and 1 in shape and _sent_strides(shape, strides) != strides:
+            raise WireError(
+                f"tensor {index} has strides {strides} that a sender never sends for shape {shape}: a dimension of "
+                "size 1 has the stride a contiguous tensor gives it"
+            )
         if kind == _NEW:
             buffer = reference
             self.check_place(index, buffer, offset, nbytes)
@@ -2719,6 +2724,9 @@ def _readers() -> list[object]:
     """The functions that read objects from bytes with no list, where their modules are imported."""
     names = [*_UNPICKLERS, "torch.serialization._load", "torch.serialization._legacy_load", "marshal.loads"]
     names += ["marshal.load", "numpy.load", "numpy.lib.npyio.load", "numpy.lib._npyio_impl.load"]
+    names += ["numpy.lib.format.read_array", "numpy.lib._format_impl.read_array"]
+    names += ["pandas.read_pickle", "pandas.io.pickle.read_pickle", "joblib.load", "joblib.numpy_pickle.load"]
+    names += ["dill.load", "dill.loads", "dill._dill.load", "dill._dill.loads", "shelve.open"]
     readers = []
     for name in names:
         module_name, _, attribute = name.rpartition(".")

@@ -890,7 +890,7 @@ def test_a_long_str_is_checked_as_a_sequence_by_its_distinct_characters() -> Non
         except TypeError as error:
             print("sender:", error)
     """
-    done = _run_here(program, timeout=30)
+    done = _run_here(program, timeout=90)  # one character at a time took over a minute on each side
     assert done.stdout == (
         "True True\n" * 3
         + "receiver: Letters: Expected `Literal['a', 'b']`, got `'c'` - at `$.value[4000000]`\n"
@@ -1182,7 +1182,12 @@ def _pickle_calling(module: str, qualname: str, argument: bytes) -> bytes:
 
 @pytest.mark.parametrize(
     ("module", "qualname"),
-    [("multiprocessing.reduction", "ForkingPickler.loads"), ("pickle", "_Unpickler"), ("marshal", "loads")],
+    [
+        ("multiprocessing.reduction", "ForkingPickler.loads"),
+        ("pickle", "_Unpickler"),
+        ("marshal", "loads"),
+        ("numpy.lib.format", "read_array"),  # numpy.load's reader, which unpickles when told to (an outside tester)
+    ],
 )
 def test_an_unpickler_under_any_name_is_refused_by_an_allow_list(
     module: str, qualname: str, capsys: pytest.CaptureFixture[str]
@@ -1632,6 +1637,9 @@ _COMPLEX32 = 10
         # under sizes near 2^62 made a tensor that torch's own operations could not handle (an outside tester).
         (_tensor_ext(_FLOAT32, 0, 0, 0, 0, [0, 3], [0, 0]), r"strides \(0, 0\) that a sender never sends"),
         (_tensor_ext(_FLOAT32, 0, 0, 0, 0, [0, (1 << 62) - 1, (1 << 62) - 1], [0, 0, 0]), "that a sender never"),
+        # A dimension of size 1 is sent with its contiguous stride, in a spec of either kind (an outside tester).
+        (_tensor_ext(_INT64, 0, 0, 0, 0, [1, 4], [(1 << 62) - 1, 1]), "a dimension of size 1 has the stride"),
+        (_tensor_ext(_INT64, 0, 0, 0, 0, [4, 1], [1, 0]), "a dimension of size 1 has the stride"),
     ],
 )
 def test_a_tensor_spec_that_a_sender_never_writes_is_refused_naming_its_field(
@@ -1779,6 +1787,9 @@ def test_two_tensors_cannot_share_bytes_unless_one_is_said_to_be_a_view() -> Non
         body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 0, shape, strides)]
         message = f"view of tensor 0, but its strides {strides} for shape {shape} are not a slice's"
         _refused(_join(table, body), buffers, re.escape(message))
+    for shape, strides in [((1, 4), (1, 1)), ((4, 1), (1, 0))]:  # a dimension of size 1, at another stride
+        body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 0, shape, strides)]
+        _refused(_join(table, body), buffers, "a dimension of size 1 has the stride a contiguous tensor gives it")
     body[3][position] = [_tensor_ext(_INT64, 0, 1, 0, 0, [4, 3], [5, 2])]  # m[:, ::2] of a 4 x 5 m: stride 5 > 4
     assert wire.unpack(_join(table, body), buffers).unresolved[0].stride() == (5, 2)
     body[3][position] = [_tensor_ext(_INT64, 0x10, 1, 0, 16, [4], [1])]  # device kind 1, cuda
