@@ -1261,6 +1261,17 @@ def _sent_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
     )
 
 
+def _check_strides(index: int, shape: tuple[int, ...], strides: tuple[int, ...], nbytes: int) -> None:
+    """Refuse the *strides* written for tensor *index* where a sender would have written others (or none)."""
+    if not nbytes and strides != _contiguous_strides(shape):  # torch takes every empty tensor as contiguous
+        raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
+    if 1 in shape and _sent_strides(shape, strides) != strides:
+        raise WireError(
+            f"tensor {index} has strides {strides} that a sender never sends for shape {shape}: a dimension of "
+            "size 1 has the stride a contiguous tensor gives it"
+        )
+
+
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
     """How many bytes from its first element a non-empty tensor reaches."""
     return (sum((size - 1) * stride for size, stride in zip(shape, strides, strict=True)) + 1) * itemsize
@@ -2080,17 +2091,12 @@ class _Reader:
         itemsize = dtype.itemsize
         if max(spec) >= _MAX_SIZE or max(strides, default=0) >= _MAX_SIZE:  # those left out too
             raise WireError(f"tensor {index} has a size, stride or offset out of range: {spec[5:]}")
+        if not nbytes and (kind != _NEW or reference or offset):
+            raise WireError(f"tensor {index} has no elements, so lies in no buffer, but its spec places it")
+        if written:
+            _check_strides(index, shape, strides, nbytes)
         if not nbytes:
-            if kind != _NEW or reference or offset:
-                raise WireError(f"tensor {index} has no elements, so lies in no buffer, but its spec places it")
-            if written and strides != _contiguous_strides(shape):  # torch takes every empty tensor as contiguous
-                raise WireError(f"tensor {index} has strides {strides} that a sender never sends for shape {shape}")
             return self.empty(index, device, dtype, shape, strides, flags)
-        if written and 1 in shape and _sent_strides(shape, strides) != strides:
-            raise WireError(
-                f"tensor {index} has strides {strides} that a sender never sends for shape {shape}: a dimension of "
-                "size 1 has the stride a contiguous tensor gives it"
-            )
         if kind == _NEW:
             buffer = reference
             self.check_place(index, buffer, offset, nbytes)
