@@ -339,7 +339,7 @@ def _stand_in(bare: object) -> None:
     the bare instance, even where ``__post_init__`` sets none or ``__init__``
     refuses the sentinels.
     """
-    if _STAND_IN not in bare.__dataclass_fields__:  # type: ignore[attr-defined]  # a dataclass here
+    if _STAND_IN not in type(bare).__dataclass_fields__:  # type: ignore[attr-defined]  # a dataclass here
         with contextlib.suppress(AttributeError):  # slots: nothing but the fields can be set
             object.__setattr__(bare, _STAND_IN, _Sentinel(f"{_name(type(bare))}.{_STAND_IN}"))
 
@@ -584,7 +584,13 @@ class _Checker:
         """Whether *obj* is a bare instance whose fields hold sentinels."""
         self.cls: type = type(obj)
         self.notes = tuple(notes)
-        self.fields = dataclasses.fields(cast(Any, obj))
+        try:
+            self.fields = dataclasses.fields(cast(Any, obj))
+        except Exception as error:  # a field named __dataclass_fields__ hides the class's on the instance
+            raise AssertionError(
+                f"{_name(self.cls)}: dataclasses.fields() cannot read the fields of its instance, so the reference"
+                f" cannot be made (nor does dataclasses.replace or asdict work on it): it raised {describe(error)}"
+            ) from error
         self.every = [f.name for f in self.fields]
         self.included = [f.name for f in self.fields if not is_omitted(f)]
         self.omitted = [f.name for f in self.fields if is_omitted(f)]

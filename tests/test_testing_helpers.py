@@ -425,6 +425,23 @@ def test_a_broken_class_fails_with_what_is_wrong_with_it(cls, values, message, o
         check(subject)
 
 
+FieldsNamedMeta = make_dataclass("FieldsNamedMeta", [("__dataclass_fields__", int)], bases=(ZeroCopy,))
+
+
+@pytest.mark.parametrize("on_instance", [False, True], ids=["assert_zerocopy_class", "assert_zerocopy"])
+def test_a_field_that_hides_the_fields_from_dataclasses_fails_the_check(on_instance):
+    # dataclasses.fields(obj) reads the instance's value of the field, so the reference cannot be made: the
+    # helpers raised a TypeError of their own, naming neither the class nor the problem (an outside tester).
+    subject = FieldsNamedMeta(7) if on_instance else FieldsNamedMeta
+    check = mt.assert_zerocopy if on_instance else mt.assert_zerocopy_class
+    message = (
+        "FieldsNamedMeta: dataclasses.fields() cannot read the fields of its instance, so the reference cannot be"
+        " made (nor does dataclasses.replace or asdict work on it): it raised AttributeError: "
+    )
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}"):
+        check(subject)
+
+
 @pytest.mark.parametrize("module", [5, None, records.__dict__])
 def test_zerocopy_classes_in_names_an_argument_that_is_no_module(module):
     with pytest.raises(TypeError, match=r"zerocopy_classes_in\(\) takes a module or its dotted name, not "):
