@@ -72,6 +72,9 @@ def override_as_declared(meta: WrapperMetadata, child: WrapperMetadataChild) -> 
     # A user's override wins, with the type it declares.
     assert_type(meta.asdict_zerocopy(), Dict[str, Any])
     assert_type(child.asdict_zerocopy({"sm_scale"}), Dict[str, Any])
+    # Its skip_fields is the override's to check (it may take names of its own); the function form's is checked.
+    assert_type(child.asdict_zerocopy({"not_a_field"}), Dict[str, Any])
+    metakit.asdict_zerocopy(child, skip_fields={"not_a_field"})  # E: no such field
     broadcast_tensor_dict(meta.asdict_zerocopy(), src=0)
     # The function form never calls the override: it has the fields.
     assert_type(metakit.asdict_zerocopy(meta)["plan_hook"], Optional[Callable[[int], None]])
