@@ -1861,6 +1861,17 @@ _UNPICKLERS: Final = frozenset({
 })  # fmt: skip
 """The globals that unpickle what they are given with no limit (torch's pickle of a tensor names the first)."""
 
+_READERS: Final = _UNPICKLERS | {
+    "torch.serialization._load", "torch.serialization._legacy_load", "marshal.loads", "marshal.load",
+    "numpy.load", "numpy.lib.npyio.load", "numpy.lib._npyio_impl.load",
+    "numpy.lib.format.read_array", "numpy.lib._format_impl.read_array",  # numpy.load's reader
+    "pandas.read_pickle", "pandas.io.pickle.read_pickle", "joblib.load", "joblib.numpy_pickle.load",
+    "dill.load", "dill.loads", "dill._dill.load", "dill._dill.loads", "shelve.open",
+}  # fmt: skip
+"""The functions known to read objects from bytes with no list, by the names they have in their modules: a
+pickle may give one any other name (``ForkingPickler.loads`` is ``pickle.loads``), so each is matched by
+identity."""
+
 
 Source = torch.Tensor | memoryview | bytearray
 """A buffer as the receiver reads it: a 1-D ``uint8`` tensor, or writable bytes."""
@@ -2720,27 +2731,19 @@ class _ListedUnpickler(_Globals, pickle._Unpickler):  # the stdlib's own referen
 
 
 def _unpickles(found: object) -> bool:
-    """Whether *found* is one of the functions or classes that unpickle (or unmarshal) what they are given."""
+    """Whether *found* is one of the functions or classes that unpickle (or unmarshal) what they are given:
+    an ``Unpickler`` class, or one of ``_READERS`` where its module is imported (looked up with no
+    ``__getattr__`` run)."""
     if isinstance(found, type):
         return issubclass(found, (pickle.Unpickler, pickle._Unpickler))
-    return any(found is reader for reader in _readers())
-
-
-def _readers() -> list[object]:
-    """The functions that read objects from bytes with no list, where their modules are imported."""
-    names = [*_UNPICKLERS, "torch.serialization._load", "torch.serialization._legacy_load", "marshal.loads"]
-    names += ["marshal.load", "numpy.load", "numpy.lib.npyio.load", "numpy.lib._npyio_impl.load"]
-    names += ["numpy.lib.format.read_array", "numpy.lib._format_impl.read_array"]
-    names += ["pandas.read_pickle", "pandas.io.pickle.read_pickle", "joblib.load", "joblib.numpy_pickle.load"]
-    names += ["dill.load", "dill.loads", "dill._dill.load", "dill._dill.loads", "shelve.open"]
-    readers = []
-    for name in names:
+    if found is None:  # what a module lacks reads as None below
+        return False
+    for name in _READERS:
         module_name, _, attribute = name.rpartition(".")
         module = sys.modules.get(module_name)
-        found = None if module is None else MODULE_DICT(module).get(attribute)  # no __getattr__ runs
-        if found is not None:
-            readers.append(found)
-    return readers
+        if module is not None and MODULE_DICT(module).get(attribute) is found:
+            return True
+    return False
 
 
 def _guarded(opcode: bytes, target: Callable[[Any], object]) -> Callable[[Any], None]:
