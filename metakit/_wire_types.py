@@ -448,6 +448,14 @@ def _type_aliases() -> tuple[type, ...]:
     return tuple(kind for kind in (getattr(typing, "TypeAliasType", None), backport) if isinstance(kind, type))
 
 
+def _alias_reader(alias: object) -> Reader:
+    """What reads the text in the value of *alias* (``type Pair = tuple["Item", "Item"]``): in the module that
+    defined it, as a type checker reads it."""
+    module = getattr(alias, "__module__", None)
+    home = _attributes(sys.modules.get(module)) if type(module) is str else None
+    return _Parser.reader((home if home is not None else {}, builtins.__dict__))
+
+
 def _selves() -> tuple[object, ...]:
     """``typing.Self`` (3.11+), and ``typing_extensions``' where a module imported it."""
     backport = getattr(sys.modules.get("typing_extensions"), "Self", None)
@@ -518,8 +526,10 @@ class _Reading:
             slot, containers = self.texts[key]
             # Met again outside any container (``X = int | "X"``), it adds no value to what it is part of.
             return _recursive(name, slot) if containers < self.containers else _leaf(name, lambda value: False)
+        read = self.read
         try:
             if alias:  # evaluated only now: ``type Json = int | list[Json]`` names itself
+                read = _alias_reader(annotation)
                 annotation = annotation.__value__  # type: ignore[attr-defined]
             else:
                 annotation = self.read(name, _closure_names(annotation)) if self.read is not None else Any
@@ -527,10 +537,12 @@ class _Reading:
             annotation = Any
         slot = []
         self.texts[key] = (slot, self.containers)
+        outer, self.read = self.read, read  # the text in an alias's value names what its module has
         try:
             spec = self.of(annotation)
         finally:
             del self.texts[key]
+            self.read = outer
         slot.append(spec)
         return spec
 
@@ -965,10 +977,23 @@ def _namespaces(cls: type, f: Field[Any]) -> tuple[Mapping[str, Any], ...]:
     namespace = CLASS_DICT(owner)
     module = namespace.get("__module__")
     home = _attributes(sys.modules.get(module)) if type(module) is str else None
-    # Less the descriptors of the class's ``__slots__``, which ``type`` adds once the body has run: a
+    # The type parameters of ``class Box[T]`` (3.12+), which the class's own names hide, as in ``get_type_hints``;
+    # less the descriptors of the class's ``__slots__``, which ``type`` adds once the body has run: a
     # ``slots=True`` field named ``bytes`` does not hide the builtin from the annotations the body wrote.
-    body = {name: value for name, value in namespace.items() if type(value) is not types.MemberDescriptorType}
+    parameters = namespace.get("__type_params__")
+    body: dict[str, Any] = {}
+    if type(parameters) is tuple:
+        body = {parameter.__name__: parameter for parameter in parameters if type(parameter) in _PARAMETERS}
+    body.update((name, value) for name, value in namespace.items() if type(value) is not types.MemberDescriptorType)
     return (body, home if home is not None else {}, builtins.__dict__)
+
+
+_PARAMETERS: Final = frozenset(
+    kind
+    for kind in (typing.TypeVar, getattr(typing, "ParamSpec", None), getattr(typing, "TypeVarTuple", None))
+    if isinstance(kind, type)
+)
+"""The types of a ``class Box[T]``'s type parameters (3.12+)."""
 
 
 def _with_closure(

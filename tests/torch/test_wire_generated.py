@@ -1095,6 +1095,57 @@ def test_a_type_statements_alias_is_checked_as_what_it_names(changes: dict[str, 
         wire.pack(replace(good, **changes))
 
 
+def test_a_type_parameter_hides_a_module_name_of_its_name_in_text() -> None:
+    # (An outside tester: in ``class Box[T]`` (3.12+) under ``from __future__ import annotations``, a ``T``
+    # in the text was read as the module's ``T = str``, and a valid record refused.) The class statement
+    # puts its parameters in the body as ``__type_params__``, as this one does by hand: the torch tests
+    # run on 3.11, where that syntax does not parse.
+    module = types.ModuleType("metakit_type_parameters")
+    module.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, TypeVar=TypeVar, T=str, Hidden=str)
+    source = (
+        "from __future__ import annotations\n"
+        "@dataclass\n"
+        "class Box(ZeroCopy):\n"
+        "    __type_params__ = (TypeVar('T'),)\n"
+        "    item: T\n"
+        "    items: list['T']\n"
+        "    label: T | int = 0\n"
+        "@dataclass\n"
+        "class Hiding(ZeroCopy):\n"
+        "    __type_params__ = (TypeVar('Hidden'),)\n"
+        "    Hidden = int  # the class's own name hides its parameter, as in typing.get_type_hints\n"
+        "    x: Hidden = 0\n"
+    )
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(source, "<parameters>", "exec"), module.__dict__)
+        good = module.Box(1, [2.5, None], "x")
+        assert wire.unpack(*wire.pack(good)) == good
+        assert wire.unpack(*wire.pack(module.Hiding(3))) == module.Hiding(3)
+        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.x`"):
+            wire.pack(module.Hiding("3"))
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_text_in_an_alias_value_names_what_the_aliases_module_has() -> None:
+    # Text in a ``type`` statement's value (``type Pair = tuple["Item", "Item"]``) is read where the alias was
+    # written, as a type checker reads it, never in the module of the class that uses the alias.
+    home = types.ModuleType("metakit_alias_home")
+    home.__dict__.update(TypeAliasType=typing_extensions.TypeAliasType, Item=int)
+    exec("Pair = TypeAliasType('Pair', tuple['Item', 'Item'])", home.__dict__)  # its __module__: this one
+    user = types.ModuleType("metakit_alias_user")
+    user.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, Pair=home.Pair, Item=str)
+    sys.modules[home.__name__], sys.modules[user.__name__] = home, user
+    try:
+        exec(compile("@dataclass\nclass Uses(ZeroCopy):\n    pair: Pair\n", "<user>", "exec"), user.__dict__)
+        assert wire.unpack(*wire.pack(user.Uses((1, 2)))) == user.Uses((1, 2))
+        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.pair\[0\]`"):
+            wire.pack(user.Uses(("a", "b")))
+    finally:
+        del sys.modules[home.__name__], sys.modules[user.__name__]
+
+
 if sys.version_info >= (3, 14):  # deferred annotations (the torch tests run on 3.11: run by hand where torch is)
 
     def test_a_deferred_annotation_names_the_class_made_after_it_in_its_function() -> None:
