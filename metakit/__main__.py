@@ -189,6 +189,10 @@ def _stubgen(prog: str, rest: list[str]) -> int:
             raise UsageError(f"cannot read the source of {name!r}: {_one_line(error)}") from None
         except (stubgen.NameClash, stubgen.OldMypy) as error:
             raise UsageError(str(error)) from None
+    for _, module in stubs:  # a file or a directory in the way of any stub: none is written
+        problem = _in_the_way(output, stubgen.stub_path(output, module))
+        if problem:
+            raise UsageError(f"cannot write the stub of {module.__name__!r}: {problem}")
     for stub, module in stubs:  # each made before any is written
         try:
             path = stubgen.write_stub(stub, output, module)
@@ -325,6 +329,14 @@ def _check_stubgen(module_names: list[str], output: str) -> list[types.ModuleTyp
                 file=sys.stderr,
             )
     return modules
+
+
+def _in_the_way(output: Path, path: Path) -> str | None:
+    """What stands where the stub *path* under *output* or a directory it needs would go, if anything."""
+    for place in reversed(path.relative_to(output).parents):
+        if (output / place).exists() and not (output / place).is_dir():
+            return f"{output / place} is not a directory"
+    return f"{path} is a directory" if path.is_dir() else None
 
 
 def _foreign_owner(module: types.ModuleType) -> str | None:

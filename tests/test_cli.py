@@ -760,6 +760,31 @@ def test_stubgen_of_a_package_and_its_module_writes_a_stub_for_each_or_none(cli,
             sys.modules.pop(name, None)
 
 
+@pytest.mark.parametrize("in_the_way", ["a file where its package's directory goes", "a directory where it goes"])
+def test_stubgen_writes_no_stub_where_a_file_or_directory_stands_in_the_way_of_one(cli, tmp_path, in_the_way):
+    # (An outside tester: the first module's stub was written, then the run failed on the second's.)
+    package = tmp_path / "metakit_cli_blocked"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "metadata.py").write_text("X = 1\n")
+    out = tmp_path / "stubs"
+    out.mkdir()
+    if in_the_way.startswith("a file"):
+        (out / "metakit_cli_blocked").write_text("")
+        problem = f"{out / 'metakit_cli_blocked'} is not a directory"
+    else:
+        (out / "metakit_cli_blocked" / "metadata.pyi").mkdir(parents=True)
+        problem = f"{out / 'metakit_cli_blocked' / 'metadata.pyi'} is a directory"
+    before = sorted(out.rglob("*"))
+    try:
+        result = cli("stubgen", MODULE, "metakit_cli_blocked.metadata", "-o", str(out))
+        assert_refused(result, f"{PROG}: error: cannot write the stub of 'metakit_cli_blocked.metadata': {problem}")
+        assert sorted(out.rglob("*")) == before
+    finally:
+        for name in ("metakit_cli_blocked", "metakit_cli_blocked.metadata"):
+            sys.modules.pop(name, None)
+
+
 def test_a_stub_that_cannot_be_written_leaves_the_one_before_whole(cli, tmp_path, monkeypatch):
     # (An outside tester, on a full disk: the stub was written in place, and half of it was left.)
     out = tmp_path / "typings"
