@@ -608,9 +608,12 @@ class _Additions:
                 args = typ.args if isinstance(typ, UnboundType) else ()
                 naming = self._naming(self._source(cls), {})
                 params = getattr(base, "__parameters__", ())
-                local = _bind(params, [_rewrite(arg, naming) for arg in args])
+                names = _parameters(base)
+                local = _bind(params, names, [_rewrite(arg, naming) for arg in args])
                 # A parameter that the base leaves out is its default, or Any (``class Sub(Box)``).
-                local.update((param.__name__, self._default(param)) for param in params if param.__name__ not in local)
+                local.update(
+                    (name, self._default(param)) for param, name in zip(params, names, strict=True) if name not in local
+                )
                 bound = self._bindings(base, target)
                 return {param: _rewrite(typ, _substitute(local)) for param, typ in bound.items()}
         return {}
@@ -833,14 +836,14 @@ def _substitute(bound: dict[str, Type]) -> Callable[[str], str | Type]:
     return lambda name: bound.get(name, name)
 
 
-def _bind(params: Sequence[object], args: list[Type]) -> dict[str, Type]:
-    """What each of the type parameters *params* is, given *args* as a subscript gives them.
+def _bind(params: Sequence[object], names: list[str], args: list[Type]) -> dict[str, Type]:
+    """What each of the type parameters *params*, which their module calls *names*, is, given *args* as a
+    subscript gives them.
 
     A ``TypeVarTuple`` takes the arguments that the parameters before and after it leave, as a ``TypeList``
     that ``_rewrite`` spreads where it is unpacked; a ``ParamSpec``, one argument (``[int, str]``), or all of
     them where it is the only parameter (``Q[int, str]`` is ``Q[[int, str]]``).
     """
-    names = [param.__name__ for param in params]  # type: ignore[attr-defined]
     kinds = [type(param).__name__ for param in params]
     if not args:  # ``class Sub(Base)``: each its default
         return {}
@@ -1193,15 +1196,34 @@ def _has_default(param: object) -> bool:
 
 
 def _parameters(cls: type) -> list[str]:
-    return [param.__name__ for param in getattr(cls, "__parameters__", ())]
+    """*cls*'s type parameters, as its module names them (see ``_written``)."""
+    return [_written(cls, param) for param in getattr(cls, "__parameters__", ())]
 
 
 def _arguments(cls: type) -> list[str]:
     """*cls*'s type parameters as a subscript of it names them: a ``TypeVarTuple`` unpacked."""
     return [
-        f"_Unpack[{param.__name__}]" if type(param).__name__ == "TypeVarTuple" else param.__name__
-        for param in getattr(cls, "__parameters__", ())
+        f"_Unpack[{name}]" if type(param).__name__ == "TypeVarTuple" else name
+        for param, name in zip(getattr(cls, "__parameters__", ()), _parameters(cls), strict=True)
     ]
+
+
+def _written(cls: type, param: object) -> str:
+    """How the module of *cls* names its type parameter *param*: by the parameter's own name (``T``, or a
+    ``class Box[T]``'s, which only its class sees), or else by the name it imported it under (``from base import
+    T as BaseT``), or through the module it imported (``base.T``)."""
+    name: str = getattr(param, "__name__", "")
+    module = sys.modules.get(cls.__module__)
+    namespace = vars(module) if module is not None else {}
+    if namespace.get(name) is param:
+        return name
+    for key, value in namespace.items():
+        if value is param:
+            return key
+    for key, value in namespace.items():
+        if issubclass(type(value), types.ModuleType) and vars(value).get(name) is param:
+            return f"{key}.{name}"
+    return name
 
 
 def _unbound(written: str) -> UnboundType:

@@ -919,6 +919,60 @@ def test_attributes_set_by_unpacking_in_a_chain_or_as_loop_and_with_targets_are_
     assert basedpyright(tmp_path, ["stubs", "usage.py"]) == []
 
 
+def test_a_type_parameter_imported_under_another_name_is_written_as_the_module_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by an outside tester: the stub wrote the TypeVar's own name, ``T``, which it never defined, where
+    # the module named it ``BaseT`` or ``gb.T``; pyright then reported errors on correct code.
+    (tmp_path / "generic_base.py").write_text(
+        "from dataclasses import dataclass\nfrom typing import Generic, TypeVar\nfrom metakit import ZeroCopy\n"
+        "T = TypeVar('T')\n"
+        "@dataclass\nclass Base(ZeroCopy, Generic[T]):\n    x: list[T]\n"
+    )
+    renamed = """
+    from dataclasses import dataclass
+    from typing import Optional
+    from generic_base import Base, T as BaseT
+
+    @dataclass
+    class Renamed(Base[BaseT]):
+        extra: Optional[BaseT] = None
+    """
+    dotted = """
+    from dataclasses import dataclass
+    from typing import Optional
+    import generic_base as gb
+
+    @dataclass
+    class Dotted(gb.Base[gb.T]):
+        more: Optional[gb.T] = None
+    """
+    monkeypatch.delitem(sys.modules, "generic_base", raising=False)
+    (tmp_path / "stubs").mkdir()
+    for name, source, expected in [
+        ("generic_renamed", renamed, "class RenamedDict(_TypedDict, _Generic[BaseT]):"),
+        ("generic_dotted", dotted, "def asdict_zerocopy(self, skip_fields: None = None) -> DottedDict[gb.T]: ..."),
+    ]:
+        stub = stub_of(tmp_path, monkeypatch, name, source)
+        assert expected in stub
+        (tmp_path / "stubs" / f"{name}.pyi").write_text(stub)
+    (tmp_path / "stubs" / "generic_base.pyi").write_text(module_stub(importlib.import_module("generic_base")))
+    sys.modules.pop("generic_base", None)
+    (tmp_path / "usage.py").write_text(
+        "from typing_extensions import assert_type\n"
+        "from generic_dotted import Dotted\n"
+        "from generic_renamed import Renamed\n"
+        "def f(a: Renamed[str], b: Dotted[int]) -> None:\n"
+        "    assert_type(a.asdict_zerocopy()['extra'], str | None)\n"
+        "    assert_type(b.asdict_zerocopy()['more'], int | None)\n"
+        "    assert_type(b.astuple_zerocopy(), tuple[list[int], int | None])\n"
+        "    assert_type(a.__replace__(extra='x'), Renamed[str])\n"
+    )
+    for name in ("generic_base", "generic_renamed", "generic_dotted"):
+        (tmp_path / f"{name}.py").unlink()  # pyright reads the stubs alone
+    assert basedpyright(tmp_path, ["stubs", "usage.py"]) == []
+
+
 LOCAL_IMPORTS = """
 from dataclasses import dataclass
 from typing import List, Optional
