@@ -2882,7 +2882,8 @@ def resolve(module: str, qualname: str, live: Callable[[], Mapping[str, list[typ
         if (cls.__module__ == module or (home is not None and sys.modules.get(cls.__module__) is home))
         and is_dataclass(cls)
     ]
-    found = [cls for cls in found if not _is_replaced(cls, found)]
+    replacing = {id(own) for cls in found if "__slots__" in cls.__dict__ and (own := _fields_of(cls)) is not None}
+    found = [cls for cls in found if not _is_replaced(cls, replacing)]
     shown = printable(f"{module[:200]}.{qualname[:200]}")
     if not found:
         raise WireError(
@@ -2923,17 +2924,18 @@ def _named_in(module: object, qualname: str) -> object:
     return found
 
 
-def _is_replaced(cls: type, others: list[type]) -> bool:
-    """Whether ``@dataclass(slots=True)`` replaced *cls* by one of *others*.
+def _is_replaced(cls: type, replacing: set[int]) -> bool:
+    """Whether ``@dataclass(slots=True)`` replaced *cls* by a class whose fields' dict has its ``id`` in *replacing*.
 
     That decorator builds a new class from the old one's namespace, and the
     old class lives on until it is collected.  Both hold the very same
     ``__dataclass_fields__`` dict; the new one, unlike the old, has
     ``__slots__`` of its own.
     """
-    own = cls.__dict__.get("__dataclass_fields__")
-    return (
-        own is not None
-        and "__slots__" not in cls.__dict__
-        and any(other.__dict__.get("__dataclass_fields__") is own and "__slots__" in other.__dict__ for other in others)
-    )
+    own = _fields_of(cls)
+    return own is not None and "__slots__" not in cls.__dict__ and id(own) in replacing
+
+
+def _fields_of(cls: type) -> object:
+    """The ``__dataclass_fields__`` dict that *cls* holds itself, or None."""
+    return cls.__dict__.get("__dataclass_fields__")
