@@ -217,17 +217,18 @@ def _union(options: list[_Spec]) -> _Spec:
 
 
 def _checked_items(value: Iterable[object]) -> Iterable[object]:
-    """The items of *value* that a check of each must see: a str's distinct characters, else all of them.
+    """The items of *value* that a check of each must see: a str's distinct characters, a bytes' distinct
+    values, else all of them.
 
-    A str's items are strs of one character, which every check judges by their value alone: a str of
-    a million characters costs the checks of the few it holds, not a million (a peer chooses its length).
-    An empty str or bytes is still a sequence of its kind of item, as its type says: it is judged by one
-    (``""``, ``0``), so that ``""`` is no ``Sequence[int]`` where ``"a"`` is none.
+    A str's items are strs of one character, and a bytes' ints under 256, which every check judges by their
+    value alone: a str of a million characters costs the checks of the few it holds, not a million (a peer
+    chooses its length). An empty str or bytes is still a sequence of its kind of item, as its type says: it
+    is judged by one (``""``, ``0``), so that ``""`` is no ``Sequence[int]`` where ``"a"`` is none.
     """
     if isinstance(value, str):
         return set(value) or _A_STR
-    if isinstance(value, bytes) and not value:
-        return _A_BYTE
+    if isinstance(value, bytes):
+        return set(value) or _A_BYTE
     return value
 
 
@@ -263,9 +264,9 @@ def _first_mismatch(item: _Spec, values: Iterable[object], path: str) -> _Mismat
     if isinstance(values, (str, bytes)) and not values:  # judged by one item of its kind, as _checked_items does
         found = next(item.explain(one, path) for one in _checked_items(values))
         return None if found is None else _Mismatch(found.expected, path, values)
-    if isinstance(values, str):  # each distinct character checked once, as _checked_items does
-        refused = {char for char in set(values) if not item.check(char)}
-        index = next((index for index, char in enumerate(values) if char in refused), None)
+    if isinstance(values, (str, bytes)):  # each distinct item checked once, as _checked_items does
+        refused = {one for one in set(values) if not item.check(one)}
+        index = next((index for index, one in enumerate(values) if one in refused), None)
         return None if index is None else item.explain(values[index], f"{path}[{index}]")
     for index, one in enumerate(values):
         found = item.explain(one, f"{path}[{index}]")
