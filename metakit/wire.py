@@ -73,6 +73,7 @@ import contextlib
 import copyreg
 import ctypes
 import datetime
+import functools
 import hashlib
 import inspect
 import io
@@ -2613,7 +2614,9 @@ _KEYS: Final = frozenset({str, int})
 _SUSPECT: Final = frozenset({dict, list, tuple, datetime.datetime})
 
 
+@functools.lru_cache(maxsize=64)  # a header may name one device thousands of times; what it names never changes
 def _device(text: bytes) -> torch.device:
+    """The ``torch.device`` that *text*, as ``str(device)`` wrote it, names."""
     try:
         decoded = text.decode("ascii")
     except UnicodeDecodeError:
