@@ -591,7 +591,8 @@ class _Reading:
             return _ANY_SPEC if self.own is None else _record(self.own)
         origin = typing.get_origin(annotation)
         arguments = typing.get_args(annotation)
-        if origin is typing.Annotated or origin is typing.Final:
+        if origin is typing.Annotated or origin is typing.Final or origin is typing.ClassVar:
+            # A ClassVar is a field where dataclasses does not see it as one: ``"te.ClassVar[int]"`` (before 3.15).
             return spec_of(arguments[0])
         if isinstance(annotation, self.aliases):  # read from text
             return spec_of(annotation)

@@ -1128,6 +1128,25 @@ def test_a_type_parameter_hides_a_module_name_of_its_name_in_text() -> None:
         del sys.modules[module.__name__]
 
 
+def test_a_class_var_that_dataclasses_takes_for_a_field_is_checked_as_what_it_holds() -> None:
+    # (An outside tester: such a field took any value.) ``dataclasses`` knows a ClassVar in a string only
+    # through ``typing``'s own name before 3.15: ``"te.ClassVar[int]"`` is a field there.
+    module = types.ModuleType("metakit_class_var_field")
+    module.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, te=typing_extensions)
+    source = "@dataclass\nclass Counted(ZeroCopy):\n    count: 'te.ClassVar[int]' = 0\n"
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(source, "<class var>", "exec"), module.__dict__)
+        if sys.version_info >= (3, 15):  # dataclasses reads the ClassVar as one: no field to check
+            assert not fields(module.Counted)
+            return
+        assert wire.unpack(*wire.pack(module.Counted(3))) == module.Counted(3)
+        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.count`"):
+            wire.pack(module.Counted("3"))
+    finally:
+        del sys.modules[module.__name__]
+
+
 def test_text_in_an_alias_value_names_what_the_aliases_module_has() -> None:
     # Text in a ``type`` statement's value (``type Pair = tuple["Item", "Item"]``) is read where the alias was
     # written, as a type checker reads it, never in the module of the class that uses the alias.
