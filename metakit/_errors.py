@@ -47,12 +47,26 @@ def _skip_fields_text(skip_fields: str | bytes) -> SkipFieldsError:
     )
 
 
-def _check_skipped(obj: object, name: object) -> None:
-    """Accept *name*, missing from *obj*'s dict, if it is a field; raise if not.
+def _check_skipped(obj: object, name: object, skip_fields: object = None) -> None:
+    """Accept *name*, an item of *skip_fields* missing from *obj*'s dict, if it is a field; raise if not.
 
     A field can be missing because it is omitted, or named twice in
-    ``skip_fields``.
+    ``skip_fields``.  Where *skip_fields* also holds an item that is no name,
+    that is the fault reported (``SkipFieldsError``), wherever it lies: so a
+    set's order, which moves with the hash seed, never decides the error.
     """
+    _check_name(name)
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance here
+        if f.name == name:
+            return
+    if skip_fields is not None and iter(skip_fields) is not skip_fields:  # type: ignore[call-overload]
+        for item in skip_fields:  # type: ignore[attr-defined]  # a collection, read again: an iterator is not
+            _check_name(item)
+    raise ValueError(f"skip_fields names {name!r}, which is not a field of {type(obj).__qualname__}") from None
+
+
+def _check_name(name: object) -> None:
+    """Raise ``SkipFieldsError`` unless *name*, an item of ``skip_fields``, can name a field."""
     if not isinstance(name, str):
         raise SkipFieldsError(f"skip_fields must hold field names (str), not {_describe(name)}") from None
     if type(name) is not str and not _hashes_as_text(name):
@@ -60,10 +74,6 @@ def _check_skipped(obj: object, name: object) -> None:
         raise SkipFieldsError(
             f"skip_fields must hold field names, not {_describe(name)}, a str whose hash is not its text's"
         ) from None
-    for f in dataclasses.fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance here
-        if f.name == name:
-            return
-    raise ValueError(f"skip_fields names {name!r}, which is not a field of {type(obj).__qualname__}") from None
 
 
 def _hashes_as_text(name: str) -> bool:
@@ -109,7 +119,7 @@ def _asdict_kept(obj: object, skip_fields: object) -> dict[str, Any]:
             try:
                 del kept[name]
             except (KeyError, TypeError):  # not a name kept, or not hashable
-                _check_skipped(obj, name)
+                _check_skipped(obj, name, skip_fields)
     except TypeError:
         _skip_fields_failed(skip_fields)
     try:

@@ -107,7 +107,7 @@ _ASDICT_TAIL: Final = (
     "            try:\n",
     "                del d[name]\n",
     "            except (KeyError, TypeError):  # not in d, or not hashable\n",
-    "                _check_skipped(self, name)\n",
+    "                _check_skipped(self, name, skip_fields)\n",
     "    except TypeError:\n",
     "        _skip_fields_failed(skip_fields)\n",
     "    return d\n",
@@ -219,7 +219,7 @@ def methods_source(layout: Layout, owner: str) -> str:
                 try:
                     del d[name]
                 except (KeyError, TypeError):  # not in d, or not hashable
-                    _check_skipped(self, name)
+                    _check_skipped(self, name, skip_fields)
         except TypeError:
             _skip_fields_failed(skip_fields)
         return d

@@ -636,7 +636,7 @@ def _travelling(obj: object, cls: type, codec: _Codec, skip_fields: Iterable[str
     if skipped:
         # The names skipped never travel, and must be fields, whatever an override does with them.
         for name in skipped:
-            _check_skipped(obj, name)
+            _check_skipped(obj, name, skipped)
         chosen = {name: value for name, value in chosen.items() if name not in skipped}
     if not codec.travelling.issuperset(chosen):
         strangers = [name for name in chosen if name not in codec.travelling]

@@ -565,7 +565,7 @@ def test_traceback_of_a_skip_fields_error_shows_the_generated_line():
     lines = "".join(traceback.format_exception(info.type, info.value, info.tb)).splitlines()
     at = next(i for i, text in enumerate(lines) if filename in text)
     shown = lines[at + 1].strip()
-    assert shown == "_check_skipped(self, name)"
+    assert shown == "_check_skipped(self, name, skip_fields)"
     assert shown in metakit.generated_source(Traced)
 
 
