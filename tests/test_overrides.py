@@ -2168,3 +2168,31 @@ def test_an_override_in_a_slots_dataclass_reaches_the_generated_code_through_the
     assert record.asdict_zerocopy() == {"num_tokens": 3}
     assert record.asdict_zerocopy({"num_tokens"}) == {}
     mt.assert_zerocopy_class(Slotted)
+
+
+def test_a_bases_method_called_on_a_subclass_instance_runs_what_super_from_the_base_would_reach() -> None:
+    # README, Limits: `Base.asdict_zerocopy(sub)` returns the base's fields, or, once a class below has
+    # overridden the method while the base held its generated one, what super() from the base would reach:
+    # the generated code of sub's class (its override passed over), for a sibling class too.
+    @dataclass
+    class Base(ZeroCopy):
+        a: int = 0
+
+    @dataclass
+    class Sibling(Base):
+        b: int = 1
+
+    assert Base.asdict_zerocopy(Sibling()) == {"a": 0}  # no override below: the base's own fields
+
+    @dataclass
+    class Overriding(Base):
+        b: int = 1
+
+        def asdict_zerocopy(self, skip_fields: Any = None) -> dict[str, Any]:
+            return {**super().asdict_zerocopy(skip_fields), "extra": True}
+
+    assert Overriding().asdict_zerocopy() == {"a": 0, "b": 1, "extra": True}
+    assert Base.asdict_zerocopy(Overriding()) == {"a": 0, "b": 1}
+    assert Base.asdict_zerocopy(Sibling()) == {"a": 0, "b": 1}
+    del Overriding.asdict_zerocopy
+    assert Base.asdict_zerocopy(Sibling()) == {"a": 0, "b": 1}  # even after the override is deleted
