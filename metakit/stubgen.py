@@ -94,7 +94,7 @@ from mypy.util import correct_relative_import
 from mypy.version import __version__ as mypy_version
 
 from metakit._cli import ArgumentParser
-from metakit._fields import ASDICT, ASTUPLE, REPLACE, included_names, required_init_vars
+from metakit._fields import ASDICT, ASTUPLE, MODULE_DICT, REPLACE, included_names, required_init_vars
 from metakit._meta import ZeroCopyFields, holds_fields
 from metakit._overrides import users_methods
 from metakit.mypy import NOT_FIELDS
@@ -1214,14 +1214,14 @@ def _written(cls: type, param: object) -> str:
     T as BaseT``), or through the module it imported (``base.T``)."""
     name: str = getattr(param, "__name__", "")
     module = sys.modules.get(cls.__module__)
-    namespace = vars(module) if module is not None else {}
+    namespace = MODULE_DICT(module) if issubclass(type(module), types.ModuleType) else {}
     if namespace.get(name) is param:
         return name
     for key, value in namespace.items():
         if value is param:
             return key
     for key, value in namespace.items():
-        if issubclass(type(value), types.ModuleType) and vars(value).get(name) is param:
+        if issubclass(type(value), types.ModuleType) and MODULE_DICT(value).get(name) is param:
             return f"{key}.{name}"
     return name
 
