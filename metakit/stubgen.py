@@ -1214,7 +1214,7 @@ def _written(cls: type, param: object) -> str:
     T as BaseT``), or through the module it imported (``base.T``)."""
     name: str = getattr(param, "__name__", "")
     module = sys.modules.get(cls.__module__)
-    namespace = MODULE_DICT(module) if issubclass(type(module), types.ModuleType) else {}
+    namespace: dict[str, object] = MODULE_DICT(module) if issubclass(type(module), types.ModuleType) else {}
     if namespace.get(name) is param:
         return name
     for key, value in namespace.items():
