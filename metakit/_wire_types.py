@@ -450,11 +450,15 @@ def _type_aliases() -> tuple[type, ...]:
 
 
 def _alias_reader(alias: object) -> Reader:
-    """What reads the text in the value of *alias* (``type Pair = tuple["Item", "Item"]``): in the module that
-    defined it, as a type checker reads it."""
+    """What reads the text in the value of *alias* (``type Pair = tuple["Item", "Item"]``): where it was
+    written, as a type checker reads it: its own type parameters (``type G[T] = list["T"]``), its module."""
     module = getattr(alias, "__module__", None)
     home = _attributes(sys.modules.get(module)) if type(module) is str else None
-    return _Parser.reader((home if home is not None else {}, builtins.__dict__))
+    parameters = getattr(alias, "__type_params__", None)
+    own: dict[str, Any] = {}
+    if type(parameters) is tuple:
+        own = {parameter.__name__: parameter for parameter in parameters if type(parameter) in _PARAMETERS}
+    return _Parser.reader((own, home if home is not None else {}, builtins.__dict__))
 
 
 def _selves() -> tuple[object, ...]:
@@ -532,6 +536,9 @@ class _Reading:
             if alias:  # evaluated only now: ``type Json = int | list[Json]`` names itself
                 read = _alias_reader(annotation)
                 annotation = annotation.__value__  # type: ignore[attr-defined]
+                if isinstance(annotation, (str, typing.ForwardRef)):  # ``type S = "list[X]"``: all of it text
+                    text = annotation if isinstance(annotation, str) else annotation.__forward_arg__
+                    annotation = read(text, {})
             else:
                 annotation = self.read(name, _closure_names(annotation)) if self.read is not None else Any
         except Exception:  # a name imported only under TYPE_CHECKING, text the parser cannot read

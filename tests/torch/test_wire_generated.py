@@ -1151,16 +1151,32 @@ def test_text_in_an_alias_value_names_what_the_aliases_module_has() -> None:
     # Text in a ``type`` statement's value (``type Pair = tuple["Item", "Item"]``) is read where the alias was
     # written, as a type checker reads it, never in the module of the class that uses the alias.
     home = types.ModuleType("metakit_alias_home")
-    home.__dict__.update(TypeAliasType=typing_extensions.TypeAliasType, Item=int)
-    exec("Pair = TypeAliasType('Pair', tuple['Item', 'Item'])", home.__dict__)  # its __module__: this one
+    # (An outside tester, after that: a generic alias's own parameter was read as the module's name, and a
+    # value that was all text took any value.)
+    home.__dict__.update(TypeAliasType=typing_extensions.TypeAliasType, TypeVar=TypeVar, Item=int, T=str)
+    source = (
+        "Pair = TypeAliasType('Pair', tuple['Item', 'Item'])\n"  # its __module__: this one
+        "Listed = TypeAliasType('Listed', list['T'], type_params=(TypeVar('T'),))\n"  # T: its own, any value
+        "Text = TypeAliasType('Text', 'list[Item]')\n"
+    )
+    exec(source, home.__dict__)
     user = types.ModuleType("metakit_alias_user")
-    user.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, Pair=home.Pair, Item=str)
+    user.__dict__.update(
+        ZeroCopy=ZeroCopy,
+        dataclass=dataclass,
+        Item=str,
+        **{name: getattr(home, name) for name in ("Pair", "Listed", "Text")},
+    )
     sys.modules[home.__name__], sys.modules[user.__name__] = home, user
     try:
-        exec(compile("@dataclass\nclass Uses(ZeroCopy):\n    pair: Pair\n", "<user>", "exec"), user.__dict__)
-        assert wire.unpack(*wire.pack(user.Uses((1, 2)))) == user.Uses((1, 2))
+        body = "    pair: Pair\n    listed: Listed[int] = None\n    text: Text = None\n"
+        exec(compile(f"@dataclass\nclass Uses(ZeroCopy):\n{body}", "<user>", "exec"), user.__dict__)
+        good = user.Uses((1, 2), [1, "any"], [3])
+        assert wire.unpack(*wire.pack(good)) == good
         with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.pair\[0\]`"):
             wire.pack(user.Uses(("a", "b")))
+        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.text\[0\]`"):
+            wire.pack(user.Uses((1, 2), None, ["s"]))
     finally:
         del sys.modules[home.__name__], sys.modules[user.__name__]
 
