@@ -1095,13 +1095,21 @@ def test_a_type_statements_alias_is_checked_as_what_it_names(changes: dict[str, 
         wire.pack(replace(good, **changes))
 
 
-def test_a_type_parameter_hides_a_module_name_of_its_name_in_text() -> None:
+def _module_of(monkeypatch: pytest.MonkeyPatch, name: str, source: str, **names: Any) -> Any:
+    """A module *name*, in ``sys.modules`` for the test, holding ``ZeroCopy``, ``dataclass`` and *names*, and
+    what *source* defines there (run with none of this file's ``__future__`` imports)."""
+    module = types.ModuleType(name)
+    module.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, **names)
+    monkeypatch.setitem(sys.modules, name, module)
+    exec(compile(source, f"<{name}>", "exec", dont_inherit=True), module.__dict__)
+    return module
+
+
+def test_a_type_parameter_hides_a_module_name_of_its_name_in_text(monkeypatch: pytest.MonkeyPatch) -> None:
     # (An outside tester: in ``class Box[T]`` (3.12+) under ``from __future__ import annotations``, a ``T``
     # in the text was read as the module's ``T = str``, and a valid record refused.) The class statement
     # puts its parameters in the body as ``__type_params__``, as this one does by hand: the torch tests
     # run on 3.11, where that syntax does not parse.
-    module = types.ModuleType("metakit_type_parameters")
-    module.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, TypeVar=TypeVar, T=str, Hidden=str)
     source = (
         "from __future__ import annotations\n"
         "@dataclass\n"
@@ -1116,69 +1124,52 @@ def test_a_type_parameter_hides_a_module_name_of_its_name_in_text() -> None:
         "    Hidden = int  # the class's own name hides its parameter, as in typing.get_type_hints\n"
         "    x: Hidden = 0\n"
     )
-    sys.modules[module.__name__] = module
-    try:
-        exec(compile(source, "<parameters>", "exec"), module.__dict__)
-        good = module.Box(1, [2.5, None], "x")
-        assert wire.unpack(*wire.pack(good)) == good
-        assert wire.unpack(*wire.pack(module.Hiding(3))) == module.Hiding(3)
-        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.x`"):
-            wire.pack(module.Hiding("3"))
-    finally:
-        del sys.modules[module.__name__]
+    module = _module_of(monkeypatch, "metakit_type_parameters", source, TypeVar=TypeVar, T=str, Hidden=str)
+    good = module.Box(1, [2.5, None], "x")
+    assert wire.unpack(*wire.pack(good)) == good
+    assert wire.unpack(*wire.pack(module.Hiding(3))) == module.Hiding(3)
+    with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.x`"):
+        wire.pack(module.Hiding("3"))
 
 
-def test_a_class_var_that_dataclasses_takes_for_a_field_is_checked_as_what_it_holds() -> None:
+def test_a_class_var_that_dataclasses_takes_for_a_field_is_checked_as_what_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # (An outside tester: such a field took any value.) ``dataclasses`` knows a ClassVar in a string only
     # through ``typing``'s own name before 3.15: ``"te.ClassVar[int]"`` is a field there.
-    module = types.ModuleType("metakit_class_var_field")
-    module.__dict__.update(ZeroCopy=ZeroCopy, dataclass=dataclass, te=typing_extensions)
     source = "@dataclass\nclass Counted(ZeroCopy):\n    count: 'te.ClassVar[int]' = 0\n"
-    sys.modules[module.__name__] = module
-    try:
-        exec(compile(source, "<class var>", "exec"), module.__dict__)
-        if sys.version_info >= (3, 15):  # dataclasses reads the ClassVar as one: no field to check
-            assert not fields(module.Counted)
-            return
-        assert wire.unpack(*wire.pack(module.Counted(3))) == module.Counted(3)
-        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.count`"):
-            wire.pack(module.Counted("3"))
-    finally:
-        del sys.modules[module.__name__]
+    module = _module_of(monkeypatch, "metakit_class_var_field", source, te=typing_extensions)
+    if sys.version_info >= (3, 15):  # dataclasses reads the ClassVar as one: no field to check
+        assert not fields(module.Counted)
+        return
+    assert wire.unpack(*wire.pack(module.Counted(3))) == module.Counted(3)
+    with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.count`"):
+        wire.pack(module.Counted("3"))
 
 
-def test_text_in_an_alias_value_names_what_the_aliases_module_has() -> None:
+def test_text_in_an_alias_value_names_what_the_aliases_module_has(monkeypatch: pytest.MonkeyPatch) -> None:
     # Text in a ``type`` statement's value (``type Pair = tuple["Item", "Item"]``) is read where the alias was
-    # written, as a type checker reads it, never in the module of the class that uses the alias.
-    home = types.ModuleType("metakit_alias_home")
-    # (An outside tester, after that: a generic alias's own parameter was read as the module's name, and a
-    # value that was all text took any value.)
-    home.__dict__.update(TypeAliasType=typing_extensions.TypeAliasType, TypeVar=TypeVar, Item=int, T=str)
+    # written, as a type checker reads it, never in the module of the class that uses the alias. (An outside
+    # tester, after that: a generic alias's own parameter was read as the module's name, and a value that was
+    # all text took any value.)
     source = (
         "Pair = TypeAliasType('Pair', tuple['Item', 'Item'])\n"  # its __module__: this one
         "Listed = TypeAliasType('Listed', list['T'], type_params=(TypeVar('T'),))\n"  # T: its own, any value
         "Text = TypeAliasType('Text', 'list[Item]')\n"
     )
-    exec(source, home.__dict__)
-    user = types.ModuleType("metakit_alias_user")
-    user.__dict__.update(
-        ZeroCopy=ZeroCopy,
-        dataclass=dataclass,
-        Item=str,
-        **{name: getattr(home, name) for name in ("Pair", "Listed", "Text")},
+    names = {"TypeAliasType": typing_extensions.TypeAliasType, "TypeVar": TypeVar, "Item": int, "T": str}
+    home = _module_of(monkeypatch, "metakit_alias_home", source, **names)
+    aliases = {name: getattr(home, name) for name in ("Pair", "Listed", "Text")}
+    body = "    pair: Pair\n    listed: Listed[int] = None\n    text: Text = None\n"
+    user = _module_of(
+        monkeypatch, "metakit_alias_user", f"@dataclass\nclass Uses(ZeroCopy):\n{body}", Item=str, **aliases
     )
-    sys.modules[home.__name__], sys.modules[user.__name__] = home, user
-    try:
-        body = "    pair: Pair\n    listed: Listed[int] = None\n    text: Text = None\n"
-        exec(compile(f"@dataclass\nclass Uses(ZeroCopy):\n{body}", "<user>", "exec"), user.__dict__)
-        good = user.Uses((1, 2), [1, "any"], [3])
-        assert wire.unpack(*wire.pack(good)) == good
-        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.pair\[0\]`"):
-            wire.pack(user.Uses(("a", "b")))
-        with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.text\[0\]`"):
-            wire.pack(user.Uses((1, 2), None, ["s"]))
-    finally:
-        del sys.modules[home.__name__], sys.modules[user.__name__]
+    good = user.Uses((1, 2), [1, "any"], [3])
+    assert wire.unpack(*wire.pack(good)) == good
+    with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.pair\[0\]`"):
+        wire.pack(user.Uses(("a", "b")))
+    with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$\.text\[0\]`"):
+        wire.pack(user.Uses((1, 2), None, ["s"]))
 
 
 if sys.version_info >= (3, 14):  # deferred annotations (the torch tests run on 3.11: run by hand where torch is)
