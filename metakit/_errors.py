@@ -59,9 +59,15 @@ def _check_skipped(obj: object, name: object, skip_fields: object = None) -> Non
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance here
         if f.name == name:
             return
-    if skip_fields is not None and iter(skip_fields) is not skip_fields:  # type: ignore[call-overload]
-        for item in skip_fields:  # type: ignore[attr-defined]  # a collection, read again: an iterator is not
-            _check_name(item)
+    try:
+        again = iter(skip_fields)  # type: ignore[call-overload]
+        if again is not skip_fields:  # a collection, read again: an iterator cannot be
+            for item in again:
+                _check_name(item)
+    except SkipFieldsError:
+        raise
+    except Exception:  # a second reading that fails tells nothing more: the name is the fault found
+        pass
     raise ValueError(f"skip_fields names {name!r}, which is not a field of {type(obj).__qualname__}") from None
 
 

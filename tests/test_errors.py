@@ -204,6 +204,20 @@ def test_an_item_that_is_no_name_is_the_fault_reported_beside_a_name_that_is_no_
         obj.asdict_zerocopy(iter(items))
 
 
+def test_a_collection_that_cannot_be_read_again_still_gets_the_value_error_of_its_unknown_name():
+    class Once:
+        read = 0
+
+        def __iter__(self):
+            self.read += 1
+            if self.read > 1:
+                raise RuntimeError("read twice")
+            return iter(["zz", "a"])
+
+    with pytest.raises(ValueError, match="skip_fields names 'zz', which is not a field of Two"):
+        Two().asdict_zerocopy(Once())
+
+
 class Name(str):
     pass
 
