@@ -93,6 +93,8 @@ from mypy.nodes import (
     Expression,
     FloatExpr,
     IfStmt,
+    Import,
+    ImportFrom,
     IntExpr,
     ListExpr,
     NameExpr,
@@ -446,7 +448,10 @@ _RUN_TIME_FIELD: Final = "run-time field"
 Under ``from __future__ import annotations`` an annotation written in
 quotes, ``x: "ClassVar[int]"``, is quoted again at run time
 (``"'ClassVar[int]'"``), and ``dataclasses`` reads neither kind in quotes;
-nor inside ``Annotated[InitVar[int], ...]``, which mypy reads as an ``InitVar``.
+nor inside ``Annotated[InitVar[int], ...]``, which mypy reads as an ``InitVar``;
+nor one whose ``ClassVar`` or ``InitVar`` is imported only under
+``TYPE_CHECKING``, where annotations are text or (from 3.14) evaluated only
+when asked: not defined at run time, it cannot be told from a type.
 A class with such a name, and every class below it, keeps the declared types.
 """
 NOT_FIELDS: Final = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
@@ -463,13 +468,21 @@ def _declared_fields(ctx: ClassDefContext) -> dict[str, str]:
     newest declaration, as at run time.
     """
     quoted_again = ctx.api.modules[ctx.api.cur_mod_id].is_future_flag_set("annotations")
+    # A name bound only for type checkers is not defined where ``dataclasses`` reads the annotation: as
+    # text (``from __future__ import annotations``), or evaluated only when asked (3.14+, PEP 649).
+    deferred = quoted_again or ctx.api.options.python_version >= (3, 14)
+    typing_only = _typing_only_names(ctx) if deferred else set()
     declared: dict[str, str] = {}
     for stmt in _annotated_assignments(ctx.cls.defs):
         lvalue, rvalue = stmt.lvalues[0], stmt.rvalue
         if not isinstance(lvalue, NameExpr):
             continue
         annotation = stmt.unanalyzed_type
-        if (quoted_again and _quoted_not_field(ctx.api, annotation)) or _annotated_not_field(ctx.api, annotation):
+        if (
+            (quoted_again and _quoted_not_field(ctx.api, annotation))
+            or _annotated_not_field(ctx.api, annotation)
+            or (typing_only and _undefined_not_field(ctx.api, annotation, typing_only))
+        ):
             declared[lvalue.name] = _RUN_TIME_FIELD
         else:
             declared[lvalue.name] = _field_status(rvalue)
@@ -481,6 +494,27 @@ def _quoted_not_field(api: SemanticAnalyzerPluginInterface, annotation: Type | N
     if not isinstance(annotation, UnboundType) or annotation.original_str_expr is None:
         return False
     return _full_name(api, annotation) in NOT_FIELDS
+
+
+def _undefined_not_field(api: SemanticAnalyzerPluginInterface, annotation: Type | None, typing_only: set[str]) -> bool:
+    """Whether *annotation*, as written, is a ``ClassVar[...]`` or ``InitVar[...]`` whose name (or the module it
+    is read through) is among *typing_only*, bound only under ``TYPE_CHECKING``."""
+    if not isinstance(annotation, UnboundType) or annotation.original_str_expr is not None:
+        return False
+    return annotation.name.partition(".")[0] in typing_only and _full_name(api, annotation) in NOT_FIELDS
+
+
+def _typing_only_names(ctx: ClassDefContext) -> set[str]:
+    """The names that the module of *ctx*'s class binds by imports under ``TYPE_CHECKING`` alone."""
+    only: set[str] = set()
+    bound: set[str] = set()
+    for node in ctx.api.modules[ctx.api.cur_mod_id].imports:
+        names = only if node.is_mypy_only else bound
+        if isinstance(node, ImportFrom):
+            names.update(alias or name for name, alias in node.names)
+        elif isinstance(node, Import):
+            names.update(alias or module.partition(".")[0] for module, alias in node.ids)
+    return only - bound
 
 
 def _annotated_not_field(api: SemanticAnalyzerPluginInterface, annotation: Type | None) -> bool:

@@ -23,8 +23,10 @@ import re
 import subprocess
 import sys
 import textwrap
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from mypy import api
@@ -295,6 +297,59 @@ def test_quoted_class_vars_and_init_vars_are_fields_at_run_time(case_modules: No
     assert quoted.AnnotatedInitVar(1).astuple_zerocopy() == (1, 1)
     assert quoted.Below(1).astuple_zerocopy() == (1, "x", 0)
     assert quoted.Unquoted(1).astuple_zerocopy() == (1,)
+
+
+TYPING_ONLY_CLASS_VAR = """
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from metakit import ZeroCopy
+
+if TYPE_CHECKING:
+    import dataclasses as dc
+    from typing import ClassVar
+
+
+@dataclass
+class Deferred(ZeroCopy):
+    x: int
+    count: ClassVar[int] = 3
+    scale: dc.InitVar[int] = 0
+
+
+reveal_type(Deferred(1).asdict_zerocopy())
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "future", "revealed"),
+    [
+        ("3.13", "", "TypedDict(typing_only.Deferred.__metakit-dict, {'x': int})"),
+        ("3.13", "from __future__ import annotations\n", "dict[str, Any]"),
+        ("3.14", "", "dict[str, Any]"),
+    ],
+    ids=["3.13", "3.13 with annotations as text", "3.14"],
+)
+def test_a_class_var_imported_only_for_type_checkers_is_a_field_where_annotations_wait(
+    tmp_path: Path, version: str, future: str, revealed: str
+) -> None:
+    """(An outside tester.) Where annotations are text, or (3.14+) evaluated only when asked, a ``ClassVar`` or
+    ``InitVar`` imported only under ``TYPE_CHECKING`` is no name when ``dataclasses`` reads it, and it takes the
+    field for one; elsewhere the class statement raises ``NameError``. The plugin keeps the declared types
+    there, as for one in quotes."""
+    (tmp_path / "typing_only.py").write_text(future + TYPING_ONLY_CLASS_VAR)
+    arguments = ["--config-file", str(CONFIG), "--cache-dir", str(tmp_path / "cache"), "--python-version", version]
+    stdout, stderr, _ = mypy_in_process([*arguments, str(tmp_path / "typing_only.py")])
+    assert stderr == ""
+    assert [line.partition(" ")[2].replace("builtins.", "") for line in by_file(stdout)["typing_only.py"]] == [
+        f'note: Revealed type is "{revealed}"'
+    ]
+    if future or sys.version_info >= (3, 14):  # what runs: both are fields
+        module = types.ModuleType("typing_only")  # dataclasses reads text in the class's module
+        module.reveal_type = lambda value: None  # type: ignore[attr-defined]
+        with mock.patch.dict(sys.modules, {"typing_only": module}):
+            exec(compile(future + TYPING_ONLY_CLASS_VAR, "<typing_only>", "exec", dont_inherit=True), vars(module))
+            assert module.Deferred(1).asdict_zerocopy() == {"x": 1, "count": 3, "scale": 0}
 
 
 def test_vllm_shaped_cases_assert_what_runs(case_modules: None) -> None:
